@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binPath is the mcp-harness binary built once for the end-to-end tests.
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcp-harness-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "mcp-harness")
+	args := []string{"build", "-o", binPath}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building mcp-harness:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// e2eWait is the deadline for anything the tests wait on. It is generous because the
+// machines are shared and the binary may carry the race detector; it bounds a failure, it
+// does not measure speed (the benchmarks do that).
+const e2eWait = 30 * time.Second
+
+// server is the built binary run as `mcp-harness stdio`, spoken to in raw JSON-RPC lines.
+type server struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	msgs   chan map[string]any // every message the server wrote, in order
+	stdout *lockedBuffer       // every byte of stdout, to check it is all protocol
+	stderr *lockedBuffer
+	exited chan struct{}
+	state  *os.ProcessState
+	nextID int
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startServer runs `mcp-harness stdio --workspace ws args...`, or exactly args when ws is "".
+func startServer(t *testing.T, ws string, args ...string) *server {
+	t.Helper()
+	if ws != "" {
+		args = append([]string{"stdio", "--workspace", ws}, args...)
+	}
+	s := &server{t: t, msgs: make(chan map[string]any, 1000), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command(binPath, args...)
+	s.cmd.Stderr = s.stderr
+	var err error
+	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		defer close(s.msgs)
+		sc := bufio.NewScanner(io.TeeReader(out, s.stdout))
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				m = map[string]any{"__unparsable": sc.Text()}
+			}
+			s.msgs <- m
+		}
+	}()
+	go func() {
+		<-readDone // Wait closes the pipe: read it all first
+		s.cmd.Wait()
+		s.state = s.cmd.ProcessState
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-s.exited:
+		default:
+			s.cmd.Process.Kill()
+			<-s.exited
+		}
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", s.stderr)
+		}
+	})
+	return s
+}
+
+func (s *server) sendLine(line string) {
+	s.t.Helper()
+	if _, err := io.WriteString(s.stdin, line+"\n"); err != nil {
+		s.t.Fatalf("write to server: %v", err)
+	}
+}
+
+func (s *server) send(msg map[string]any) {
+	s.t.Helper()
+	msg["jsonrpc"] = "2.0"
+	b, err := json.Marshal(msg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.sendLine(string(b))
+}
+
+// next returns the next message the server writes.
+func (s *server) next() map[string]any {
+	s.t.Helper()
+	select {
+	case m, ok := <-s.msgs:
+		if !ok {
+			s.t.Fatalf("server closed stdout (exited: %v)", s.state)
+		}
+		if line, bad := m["__unparsable"]; bad {
+			s.t.Fatalf("server wrote a line that is not JSON: %q", line)
+		}
+		return m
+	case <-time.After(e2eWait):
+		s.t.Fatalf("no message from the server within %v", e2eWait)
+	}
+	return nil
+}
+
+// call sends a request and returns its response; notifications that arrive first are
+// passed to onNote if it is not nil.
+func (s *server) call(method string, params any, onNote func(map[string]any)) map[string]any {
+	s.t.Helper()
+	s.nextID++
+	id := s.nextID
+	msg := map[string]any{"id": id, "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	s.send(msg)
+	for {
+		m := s.next()
+		if _, isResponse := m["id"]; isResponse && m["method"] == nil {
+			if got, _ := m["id"].(float64); int(got) == id {
+				return m
+			}
+			s.t.Fatalf("response to another request: %v", m)
+		}
+		if onNote != nil {
+			onNote(m)
+		}
+	}
+}
+
+func (s *server) initialize() map[string]any {
+	s.t.Helper()
+	resp := s.call("initialize", map[string]any{
+		"protocolVersion": "2025-06-18",
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]any{"name": "e2e", "version": "1"},
+	}, nil)
+	if resp["error"] != nil {
+		s.t.Fatalf("initialize: %v", resp["error"])
+	}
+	s.send(map[string]any{"method": "notifications/initialized"})
+	return resp
+}
+
+// waitExit waits for the process to end and returns its exit code (-1 if signalled).
+func (s *server) waitExit() int {
+	s.t.Helper()
+	select {
+	case <-s.exited:
+	case <-time.After(e2eWait):
+		s.t.Fatalf("server still running %v after it was asked to stop", e2eWait)
+	}
+	return s.state.ExitCode()
+}
+
+func (s *server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatal(err)
+	}
+}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	creackpty "github.com/creack/pty"
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-harness/mcp-harness/store"
+)
+
+func TestStdio_MCPGoClient(t *testing.T) {
+	ws := t.TempDir()
+	c, err := mcpclient.NewStdioMCPClient(binPath, nil, "stdio", "--workspace", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), e2eWait)
+	defer cancel()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	res, err := c.Initialize(ctx, init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ServerInfo.Name != "mcp-harness" || res.ServerInfo.Version != "dev" {
+		t.Errorf("serverInfo = %+v, want mcp-harness dev", res.ServerInfo)
+	}
+	if !strings.Contains(res.Instructions, "shell_") || !strings.Contains(res.Instructions, "tasks_") {
+		t.Errorf("instructions do not explain shell_* vs tasks_*: %q", res.Instructions)
+	}
+	if res.Capabilities.Tools == nil {
+		t.Errorf("tools capability not advertised")
+	}
+	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The official Go SDK shares no code with our library, so it checks the wire format.
+func TestStdio_GoSDKClient(t *testing.T) {
+	ws := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), e2eWait)
+	defer cancel()
+	client := sdk.NewClient(&sdk.Implementation{Name: "e2e-sdk", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: exec.Command(binPath, "stdio", "--workspace", ws)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cs.InitializeResult().ServerInfo.Name; got != "mcp-harness" {
+		t.Errorf("server name = %q, want mcp-harness", got)
+	}
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Ping(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
+
+func TestStdio_MalformedLineKeepsServing(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	s.initialize()
+	s.sendLine(`{"jsonrpc":"2.0","id":`) // cut off mid-message
+	m := s.next()
+	errObj, _ := m["error"].(map[string]any)
+	if code, _ := errObj["code"].(float64); code != -32700 {
+		t.Fatalf("response to a malformed line = %v, want a -32700 parse error", m)
+	}
+	if resp := s.call("ping", nil, nil); resp["error"] != nil || resp["result"] == nil {
+		t.Fatalf("ping after a malformed line = %v", resp)
+	}
+	resp := s.call("no/such/method", nil, nil)
+	if errObj, _ := resp["error"].(map[string]any); errObj["code"] != float64(-32601) {
+		t.Errorf("unknown method = %v, want -32601", resp)
+	}
+	s.stdin.Close()
+	if code := s.waitExit(); code != 0 {
+		t.Errorf("exit code = %d, want 0", code)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(s.stdout.String()), "\n") {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil || v["jsonrpc"] != "2.0" {
+			t.Errorf("stdout line is not JSON-RPC: %q", line)
+		}
+	}
+}
+
+// A clean shutdown, by stdin closing or by a signal, exits 0 and marks the runner stopped.
+func TestStdio_CleanShutdown(t *testing.T) {
+	for _, how := range []string{"stdin-eof", "SIGTERM", "SIGINT"} {
+		t.Run(how, func(t *testing.T) {
+			ws := t.TempDir()
+			s := startServer(t, ws)
+			s.initialize()
+			switch how {
+			case "stdin-eof":
+				s.stdin.Close()
+			case "SIGTERM":
+				s.signal(syscall.SIGTERM)
+			case "SIGINT":
+				s.signal(syscall.SIGINT)
+			}
+			if code := s.waitExit(); code != 0 {
+				t.Fatalf("exit code = %d, want 0", code)
+			}
+			runners := listRunners(t, ws)
+			if len(runners) != 1 {
+				t.Fatalf("runners = %d, want 1", len(runners))
+			}
+			if r := runners[0]; r.StoppedAt == nil || r.Pid != s.cmd.Process.Pid {
+				t.Errorf("runner = %+v, want pid %d marked stopped", r, s.cmd.Process.Pid)
+			}
+		})
+	}
+}
+
+// Two servers started at the same instant on one new workspace both come up.
+func TestStdio_ConcurrentStartOnNewWorkspace(t *testing.T) {
+	ws := t.TempDir()
+	const n = 4
+	servers := make([]*server, n)
+	for i := range servers {
+		servers[i] = startServer(t, ws)
+	}
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(func() {
+			// Fatal must not be called off the test goroutine: check the response here and
+			// report with Error.
+			resp := s.call("initialize", map[string]any{
+				"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+				"clientInfo": map[string]any{"name": "e2e", "version": "1"},
+			}, nil)
+			if resp["result"] == nil {
+				t.Errorf("initialize = %v", resp)
+			}
+		})
+	}
+	wg.Wait()
+	for _, s := range servers {
+		s.stdin.Close()
+		if code := s.waitExit(); code != 0 {
+			t.Errorf("exit code = %d, want 0; stderr:\n%s", code, s.stderr)
+		}
+		if strings.Contains(s.stderr.String(), "locked") {
+			t.Errorf("stderr mentions a locked database:\n%s", s.stderr)
+		}
+	}
+	if got := len(listRunners(t, ws)); got != n {
+		t.Errorf("runners = %d, want %d", got, n)
+	}
+}
+
+func TestStdio_UnusableWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, ws := range []string{filepath.Join(dir, "missing"), file} {
+		s := startServer(t, ws)
+		if code := s.waitExit(); code == 0 {
+			t.Errorf("workspace %s: exit code 0, want non-zero", ws)
+		}
+		if out := s.stdout.String(); out != "" {
+			t.Errorf("workspace %s: stdout = %q, want nothing", ws, out)
+		}
+		if errLines := strings.Split(strings.TrimSpace(s.stderr.String()), "\n"); len(errLines) != 1 || !strings.Contains(errLines[0], "workspace") {
+			t.Errorf("workspace %s: stderr = %q, want one line naming the workspace", ws, s.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
+		t.Errorf("the missing workspace was created")
+	}
+}
+
+func TestStdio_FlagsFromEnvironment(t *testing.T) {
+	ws, state := t.TempDir(), filepath.Join(t.TempDir(), "state")
+	cmd := exec.Command(binPath, "stdio")
+	cmd.Env = append(os.Environ(), "MCP_HARNESS_WORKSPACE="+ws, "MCP_HARNESS_STATE_DIR="+state)
+	cmd.Stdin = strings.NewReader("")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("stdio with env flags: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(state, store.DBFileName)); err != nil {
+		t.Errorf("MCP_HARNESS_STATE_DIR not used: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, store.StateDirName)); !os.IsNotExist(err) {
+		t.Errorf("default state dir created although MCP_HARNESS_STATE_DIR was set")
+	}
+
+	bad := exec.Command(binPath, "stdio", "--workspace", ws)
+	bad.Env = append(os.Environ(), "MCP_HARNESS_MAX_WAIT=soon")
+	out, err := bad.CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 2 || !strings.Contains(string(out), "MCP_HARNESS_MAX_WAIT") {
+		t.Errorf("bad env value: err=%v out=%q, want exit 2 naming the variable", err, out)
+	}
+}
+
+// A person who runs the server by hand sees what it is; a client piping to it does not.
+func TestStdio_TerminalNotice(t *testing.T) {
+	ptmx, tty, err := creackpty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	cmd := exec.Command(binPath, "stdio", "--workspace", t.TempDir())
+	cmd.Stdin = tty
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	firstLine := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stderr).ReadString('\n')
+		firstLine <- line
+		io.Copy(io.Discard, stderr)
+	}()
+	var line string
+	select {
+	case line = <-firstLine:
+	case <-time.After(e2eWait):
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if !strings.Contains(line, "waits for a client on stdin") || !strings.Contains(line, "README") {
+		t.Errorf("first stderr line with a terminal on stdin = %q, want the notice", line)
+	}
+
+	s := startServer(t, t.TempDir())
+	s.initialize()
+	s.stdin.Close()
+	s.waitExit()
+	if strings.Contains(s.stderr.String(), "waits for a client") {
+		t.Errorf("notice printed although stdin is a pipe")
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	out, err := exec.Command(binPath, "version").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "dev" {
+		t.Errorf("version = %q, %v; want dev", out, err)
+	}
+	out, err = exec.Command(binPath).Output()
+	if err != nil || !strings.Contains(string(out), "stdio") {
+		t.Errorf("no-argument run = %q, %v; want help listing stdio", out, err)
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"4MiB", 4 << 20, true}, {"512KiB", 512 << 10, true}, {"100B", 100, true},
+		{"100", 100, true}, {"1GiB", 1 << 30, true}, {" 2 MiB", 2 << 20, true},
+		{"", 0, false}, {"0", 0, false}, {"-1KiB", 0, false}, {"4MB", 0, false}, {"KiB", 0, false},
+		{"99999999999999GiB", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := parseByteSize(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("parseByteSize(%q) = %d, %v; want %d (ok=%v)", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+	var b byteSize
+	for _, s := range []string{"4MiB", "3KiB", "7B"} {
+		if err := b.Set(s); err != nil || b.String() != s {
+			t.Errorf("byteSize round trip %q = %q, %v", s, b.String(), err)
+		}
+	}
+}
+
+func listRunners(t *testing.T, ws string) []store.Runner {
+	t.Helper()
+	db, err := store.Open(t.Context(), filepath.Join(ws, store.StateDirName, store.DBFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rs, err := db.ListRunners(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}

@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// ErrNotFound is returned when a row asked for by id does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Runner is one server process serving the workspace.
+type Runner struct {
+	ID string // the runner's epoch
+	ProcessIdentity
+	Hostname       string
+	Version        string
+	StartedAt      time.Time
+	HeartbeatAt    time.Time
+	LeaseExpiresAt time.Time
+	StoppedAt      *time.Time
+}
+
+// RegisterRunner records the calling process as a new runner whose lease runs for lease.
+func (db *DB) RegisterRunner(ctx context.Context, version string, lease time.Duration) (Runner, error) {
+	host, _ := os.Hostname()
+	now := time.Now().UTC()
+	r := Runner{
+		ID:              NewID("r-"),
+		ProcessIdentity: IdentifyProcess(os.Getpid()),
+		Hostname:        host,
+		Version:         version,
+		StartedAt:       now,
+		HeartbeatAt:     now,
+		LeaseExpiresAt:  now.Add(lease),
+	}
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO runners
+			(id, pid, proc_start, boot_id, hostname, version, started_at, heartbeat_at, lease_expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.Pid, int64(r.ProcStart), r.BootID, r.Hostname, r.Version,
+			millis(r.StartedAt), millis(r.HeartbeatAt), millis(r.LeaseExpiresAt))
+		return err
+	})
+	if err != nil {
+		return Runner{}, fmt.Errorf("register runner: %w", err)
+	}
+	return r, nil
+}
+
+// RenewLease extends a live runner's lease to lease from now.
+func (db *DB) RenewLease(ctx context.Context, id string, lease time.Duration) error {
+	now := time.Now()
+	return db.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runners SET heartbeat_at = ?, lease_expires_at = ?
+			WHERE id = ? AND stopped_at IS NULL`, millis(now), millis(now.Add(lease)), id)
+		if err != nil {
+			return fmt.Errorf("renew lease of %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("renew lease of %s: %w", id, ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// StopRunner marks a runner as stopped cleanly.
+func (db *DB) StopRunner(ctx context.Context, id string) error {
+	now := millis(time.Now())
+	return db.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE runners SET stopped_at = ?, lease_expires_at = ?
+			WHERE id = ? AND stopped_at IS NULL`, now, now, id)
+		if err != nil {
+			return fmt.Errorf("stop runner %s: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// GetRunner reads one runner by id.
+func (db *DB) GetRunner(ctx context.Context, id string) (Runner, error) {
+	rows, err := db.sql.QueryContext(ctx, runnerSelect+` WHERE id = ?`, id)
+	if err != nil {
+		return Runner{}, fmt.Errorf("get runner %s: %w", id, err)
+	}
+	rs, err := scanRunners(rows)
+	if err != nil {
+		return Runner{}, fmt.Errorf("get runner %s: %w", id, err)
+	}
+	if len(rs) == 0 {
+		return Runner{}, fmt.Errorf("get runner %s: %w", id, ErrNotFound)
+	}
+	return rs[0], nil
+}
+
+// ListRunners lists every runner the workspace has had, oldest first.
+func (db *DB) ListRunners(ctx context.Context) ([]Runner, error) {
+	rows, err := db.sql.QueryContext(ctx, runnerSelect+` ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list runners: %w", err)
+	}
+	return scanRunners(rows)
+}
+
+const runnerSelect = `SELECT id, pid, proc_start, boot_id, hostname, version, started_at,
+	heartbeat_at, lease_expires_at, stopped_at FROM runners`
+
+func scanRunners(rows *sql.Rows) ([]Runner, error) {
+	defer rows.Close()
+	var out []Runner
+	for rows.Next() {
+		var r Runner
+		var procStart, started, heartbeat, lease int64
+		var stopped sql.NullInt64
+		if err := rows.Scan(&r.ID, &r.Pid, &procStart, &r.BootID, &r.Hostname, &r.Version,
+			&started, &heartbeat, &lease, &stopped); err != nil {
+			return nil, err
+		}
+		r.ProcStart = uint64(procStart)
+		r.StartedAt, r.HeartbeatAt, r.LeaseExpiresAt = fromMillis(started), fromMillis(heartbeat), fromMillis(lease)
+		if stopped.Valid {
+			t := fromMillis(stopped.Int64)
+			r.StoppedAt = &t
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,228 @@
+// Package store is the durable state of a workspace: one SQLite database (WAL mode) that
+// every server process and operator command on the workspace opens at once, its schema
+// migrations, and the queries over runners, sessions and task graphs.
+//
+// Several processes share the file (two MCP clients open on one project, plus the operator
+// CLI), so every transaction that writes starts with BEGIN IMMEDIATE and waits on a busy
+// timeout rather than failing, and the schema is migrated under the write lock. The store
+// also owns the workspace directory layout (see Workspace) and the identity of processes it
+// records (see ProcessIdentity), because both exist to make the records truthful.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// DBFileName is the database's file name inside the state directory.
+const DBFileName = "harness.db"
+
+// busyTimeout is how long SQLite itself waits for another process's write lock. It is long
+// enough that a burst of writes from several runners queues up instead of failing.
+const busyTimeout = 5 * time.Second
+
+// ErrSchemaTooNew is returned by Open when the database was migrated by a newer binary.
+var ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+
+// SchemaError says which schema version a database has and which this binary knows.
+type SchemaError struct {
+	Path  string
+	Have  int
+	Known int
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("%s has schema version %d but this binary knows versions up to %d: upgrade mcp-harness (or point --state-dir elsewhere)", e.Path, e.Have, e.Known)
+}
+
+// Unwrap makes errors.Is(err, ErrSchemaTooNew) true.
+func (e *SchemaError) Unwrap() error { return ErrSchemaTooNew }
+
+// DB is an open workspace database.
+type DB struct {
+	sql  *sql.DB
+	path string
+}
+
+// Open opens (creating it if needed, with mode 0600) the database at path and migrates it
+// to the newest schema. It is safe for several processes to open a fresh file at once.
+func Open(ctx context.Context, path string) (*DB, error) {
+	if err := createPrivateFile(path); err != nil {
+		return nil, fmt.Errorf("store.Open: %w", err)
+	}
+	// _txlock=immediate makes every BeginTx a BEGIN IMMEDIATE: a writer takes the write lock
+	// up front, so two processes never both read and then fail to upgrade (SQLITE_BUSY
+	// without waiting). The busy timeout is applied before journal_mode, so switching a
+	// fresh file to WAL also waits for a concurrent opener instead of failing.
+	dsn := fmt.Sprintf("file:%s?_foreign_keys=on&_busy_timeout=%d&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate",
+		escapeDSNPath(path), busyTimeout.Milliseconds())
+	sqldb, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store.Open %s: %w", path, err)
+	}
+	db := &DB{sql: sqldb, path: path}
+	if err := db.migrate(ctx); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("store.Open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// Close closes the database.
+func (db *DB) Close() error { return db.sql.Close() }
+
+// Path is the database file's path.
+func (db *DB) Path() string { return db.path }
+
+// SchemaVersion is the number of migrations applied to the database.
+func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := db.sql.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	return v, err
+}
+
+// IntegrityCheck runs PRAGMA integrity_check and returns its first line ("ok" when sound).
+func (db *DB) IntegrityCheck(ctx context.Context) (string, error) {
+	var s string
+	err := db.sql.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&s)
+	return s, err
+}
+
+// migrationNames lists the embedded migration files in the order they apply.
+func migrationNames() ([]string, error) {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// KnownSchemaVersion is the schema version this binary migrates databases to.
+func KnownSchemaVersion() int {
+	names, _ := migrationNames()
+	return len(names)
+}
+
+// migrate applies the pending migrations one transaction each. The version is read inside
+// the write transaction: another process may have moved it since we last looked.
+func (db *DB) migrate(ctx context.Context) error {
+	names, err := migrationNames()
+	if err != nil {
+		return err
+	}
+	for {
+		done, err := db.migrateStep(ctx, names)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+func (db *DB) migrateStep(ctx context.Context, names []string) (done bool, err error) {
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		var v int
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		switch {
+		case v > len(names):
+			return &SchemaError{Path: db.path, Have: v, Known: len(names)}
+		case v == len(names):
+			done = true
+			return nil
+		}
+		body, err := migrationFS.ReadFile(names[v])
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			return fmt.Errorf("migration %s: %w", names[v], err)
+		}
+		// PRAGMA takes no bound parameters; v+1 is our own integer.
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
+			return fmt.Errorf("migration %s: set version: %w", names[v], err)
+		}
+		return nil
+	})
+	return done, err
+}
+
+// maxBusyRetries bounds how often write retries a transaction that SQLite refused as busy
+// even after its own busy timeout: a client must never see "database is locked", but a
+// wedged database must not hang a call forever either.
+const maxBusyRetries = 5
+
+// write runs fn in a BEGIN IMMEDIATE transaction and commits it, retrying the whole
+// transaction when another process held the lock for longer than the busy timeout.
+func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	var err error
+	for attempt := 0; attempt <= maxBusyRetries; attempt++ {
+		err = db.writeOnce(ctx, fn)
+		if !isBusy(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("database stayed busy after %d attempts: %w", maxBusyRetries+1, err)
+}
+
+func (db *DB) writeOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // a no-op after Commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func isBusy(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
+	}
+	return false
+}
+
+// createPrivateFile makes sure path exists with mode 0600 before SQLite opens it: SQLite
+// creates a missing file with 0644 less the umask, and gives its -wal and -shm files the
+// mode of the database file, so creating the file first makes all three private.
+func createPrivateFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o600)
+}
+
+// escapeDSNPath escapes the characters that would end the file name in a SQLite URI.
+func escapeDSNPath(p string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
+}
+
+// millis converts a time to the unix milliseconds the schema stores.
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMillis converts stored unix milliseconds back to a UTC time.
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

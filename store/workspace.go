@@ -1,0 +1,171 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// StateDirName is the state directory's name inside the workspace unless overridden.
+const StateDirName = ".mcp-harness"
+
+// ErrOutsideWorkspace is returned by Confine for a path that resolves outside the workspace.
+var ErrOutsideWorkspace = errors.New("outside the workspace")
+
+// ErrBadDir is returned by Confine for a path inside the workspace that is not an existing
+// directory.
+var ErrBadDir = errors.New("not an existing directory")
+
+// Workspace is the directory a server works on and where its state lives.
+type Workspace struct {
+	Root         string // absolute and free of symlinks
+	StateDir     string // holds the database and logs/; 0700
+	ArtifactsDir string // retained artifacts; 0700
+}
+
+// WorkspaceConfig says where a workspace and its state are. Relative paths are taken
+// relative to the current directory, like any path given on a command line.
+type WorkspaceConfig struct {
+	Dir          string // the workspace; "" = the current directory
+	StateDir     string // "" = <workspace>/.mcp-harness
+	ArtifactsDir string // "" = <state>/artifacts
+}
+
+// OpenWorkspace resolves the workspace to an absolute, symlink-free directory and creates
+// the state layout: the state dir (0700) with a .gitignore of "*" (so it never shows up in
+// the user's git status), logs/ and the artifacts dir. Nothing is created when the
+// workspace itself is missing or not a directory.
+func OpenWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
+	dir := cfg.Dir
+	if dir == "" {
+		dir = "."
+	}
+	root, err := resolveDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	ws := &Workspace{Root: root, StateDir: filepath.Join(root, StateDirName)}
+	if cfg.StateDir != "" {
+		if ws.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
+			return nil, fmt.Errorf("state dir %s: %w", cfg.StateDir, err)
+		}
+	}
+	ws.ArtifactsDir = filepath.Join(ws.StateDir, "artifacts")
+	if cfg.ArtifactsDir != "" {
+		if ws.ArtifactsDir, err = filepath.Abs(cfg.ArtifactsDir); err != nil {
+			return nil, fmt.Errorf("artifacts dir %s: %w", cfg.ArtifactsDir, err)
+		}
+	}
+	for _, d := range []string{ws.StateDir, ws.LogsDir(), ws.ArtifactsDir} {
+		if err := mkdirPrivate(d); err != nil {
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
+	}
+	if err := WritePrivateFile(filepath.Join(ws.StateDir, ".gitignore"), []byte("*\n")); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	return ws, nil
+}
+
+// DBPath is the path of the workspace database.
+func (ws *Workspace) DBPath() string { return filepath.Join(ws.StateDir, DBFileName) }
+
+// LogsDir holds one directory of task logs per graph.
+func (ws *Workspace) LogsDir() string { return filepath.Join(ws.StateDir, "logs") }
+
+// Confine resolves a directory a caller gave (relative to the workspace root, or absolute)
+// and returns its absolute, symlink-free path, refusing with ErrOutsideWorkspace anything
+// that leaves the workspace, by ".." or through a symlink, and with ErrBadDir a path inside
+// it that is not an existing directory. An empty dir is the root.
+func (ws *Workspace) Confine(dir string) (string, error) {
+	p := dir
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(ws.Root, p)
+	}
+	p = filepath.Clean(p)
+	resolved, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		// "../elsewhere" is outside whether or not it exists, and saying "does not exist"
+		// would invite the wrong fix.
+		if !within(ws.Root, p) {
+			return "", fmt.Errorf("cwd %q: %w %s", dir, ErrOutsideWorkspace, ws.Root)
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("cwd %q: %w (it does not exist)", dir, ErrBadDir)
+		}
+		return "", fmt.Errorf("cwd %q: %w: %v", dir, ErrBadDir, err)
+	}
+	if !within(ws.Root, resolved) {
+		return "", fmt.Errorf("cwd %q: %w %s (it resolves to %s)", dir, ErrOutsideWorkspace, ws.Root, resolved)
+	}
+	if fi, err := os.Stat(resolved); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("cwd %q: %w (it is a file)", dir, ErrBadDir)
+	}
+	return resolved, nil
+}
+
+// within reports whether path p is root or below it. Both must be clean and absolute.
+func within(root, p string) bool {
+	if p == root {
+		return true
+	}
+	prefix := root
+	if !strings.HasSuffix(prefix, string(filepath.Separator)) {
+		prefix += string(filepath.Separator)
+	}
+	return strings.HasPrefix(p, prefix)
+}
+
+// resolveDir returns dir as an absolute, symlink-free path of an existing directory.
+func resolveDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	resolved, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(resolved)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", errors.New("not a directory")
+	}
+	return resolved, nil
+}
+
+// mkdirPrivate creates dir (and its parents) and makes it 0700 whatever the umask.
+func mkdirPrivate(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
+}
+
+// WritePrivateFile writes data to path with mode 0600 whatever the umask, through a
+// temporary file and a rename so a reader never sees half of it.
+func WritePrivateFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o600) // CreateTemp already uses 0600; this survives a changed default
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
