@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -89,6 +90,8 @@ func newStdioCmd() *cobra.Command {
 	f.StringVar(&logLevel, "log-level", "info", "stderr log level: debug, info, warn or error")
 	f.DurationVar(&cfg.MaxWait, "max-wait", 30*time.Second, "the longest any call waits; longer timeoutMs/waitMs are clamped to it")
 	f.IntVar(&cfg.MaxSessions, "max-sessions", 32, "the most PTY sessions open at once")
+	f.IntVar(&cfg.MaxParallel, "max-parallel", runtime.NumCPU(), "the most tasks running at once, over all graphs")
+	f.IntVar(&cfg.MaxTasks, "max-tasks", 10000, "the most tasks in one graph")
 	f.Var(&buffer, "shell-buffer", "output kept per PTY session (B, KiB or MiB suffix)")
 	return cmd
 }

@@ -6,7 +6,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
 // The stable error codes a failed tool result starts with. A model (and a client's code)
@@ -34,12 +36,25 @@ func invalidf(format string, args ...any) error {
 // codeOf is the one map from engine errors to the contract's codes.
 func codeOf(err error) string {
 	switch {
+	case errors.Is(err, tasks.ErrCycle):
+		return codeCycle
+	case errors.Is(err, tasks.ErrUnknownDependency):
+		return codeUnknownDependency
+	case errors.Is(err, tasks.ErrDuplicateTask):
+		return codeDuplicateTaskID
+	case errors.Is(err, tasks.ErrLimit):
+		return codeLimitExceeded
 	case errors.Is(err, store.ErrOutsideWorkspace):
 		return codeCwdOutsideWorkspace
-	case errors.Is(err, errInvalid), errors.Is(err, store.ErrBadDir):
+	case errors.Is(err, errInvalid), errors.Is(err, store.ErrBadDir),
+		errors.Is(err, pty.ErrInvalid), errors.Is(err, pty.ErrUnknownKey), errors.Is(err, tasks.ErrInvalid):
 		return codeInvalidArgument
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, pty.ErrNoSession), errors.Is(err, tasks.ErrNotFound):
 		return codeNotFound
+	case errors.Is(err, pty.ErrLimit):
+		return codeLimitExceeded
+	case errors.Is(err, pty.ErrExited):
+		return codeSessionExited
 	}
 	return codeInternal
 }
@@ -53,5 +68,18 @@ func (s *Server) toolError(tool string, err error) *mcp.CallToolResult {
 	} else {
 		s.log.Debug("tool refused", "tool", tool, "code", code, "err", err)
 	}
-	return mcp.NewToolResultError(code + ": " + err.Error())
+	return mcp.NewToolResultError(code + ": " + err.Error() + hint(err))
+}
+
+// hint says what to do next when the error message alone does not.
+func hint(err error) string {
+	switch {
+	case errors.Is(err, pty.ErrNoSession):
+		return "; shell_list shows the sessions that exist"
+	case errors.Is(err, pty.ErrExited):
+		return "; read what it printed with shell_io (no input), then shell_close it"
+	case errors.Is(err, tasks.ErrNotFound):
+		return "; tasks_list shows the graphs and tasks that exist"
+	}
+	return ""
 }

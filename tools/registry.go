@@ -4,5 +4,5 @@ import "github.com/mark3labs/mcp-go/server"
 
 // registry is the one list of the tools this server offers: every tool is added here.
 func (s *Server) registry() []server.ServerTool {
-	return nil
+	return append(s.shellTools(), s.taskTools()...)
 }

@@ -17,7 +17,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
 //go:embed instructions.md
@@ -30,6 +32,8 @@ type Config struct {
 	ArtifactsDir string
 	MaxWait      time.Duration // no call waits longer; longer timeoutMs/waitMs are clamped
 	MaxSessions  int
+	MaxParallel  int // runner-wide cap on running tasks; 0 = the CPU count
+	MaxTasks     int // tasks per graph; 0 = tasks.DefaultMaxTasks
 	ShellBuffer  int
 	Version      string
 	Logger       *slog.Logger
@@ -60,6 +64,8 @@ type Server struct {
 	ws     *store.Workspace
 	db     *store.DB
 	runner store.Runner
+	shells *pty.Manager
+	tasks  *tasks.Engine
 	mcp    *server.MCPServer
 
 	cancel context.CancelFunc // stops background work (heartbeat)
@@ -93,6 +99,16 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("runner", runner.ID), ws: ws, db: db, runner: runner}
+	s.shells = pty.NewManager(pty.Config{
+		MaxSessions: cfg.MaxSessions,
+		BufferSize:  cfg.ShellBuffer,
+		Recorder:    sessionRecorder{db: db, runnerID: runner.ID},
+		Logger:      s.log,
+	})
+	s.tasks = tasks.NewEngine(tasks.Config{
+		DB: db, RunnerID: runner.ID, LogsDir: ws.LogsDir(), MaxParallel: cfg.MaxParallel,
+		Limits: tasks.Limits{MaxTasks: cfg.MaxTasks}, Confine: ws.Confine, Logger: s.log,
+	})
 	s.mcp = server.NewMCPServer("mcp-harness", cfg.Version,
 		server.WithInstructions(instructions),
 		server.WithToolCapabilities(false),
@@ -131,9 +147,14 @@ func (s *Server) Close(ctx context.Context) error {
 	s.closed.Do(func() {
 		s.cancel()
 		s.wg.Wait()
-		err = errors.Join(
-			s.db.StopRunner(context.WithoutCancel(ctx), s.runner.ID),
-		)
+		// Tasks and sessions stop side by side: each has its own grace period, and the
+		// whole shutdown must fit the few seconds a client waits before SIGKILL.
+		var wg sync.WaitGroup
+		var tasksErr, shellsErr error
+		wg.Go(func() { tasksErr = s.tasks.Close(ctx) })
+		wg.Go(func() { shellsErr = s.shells.Shutdown(ctx) })
+		wg.Wait()
+		err = errors.Join(tasksErr, shellsErr, s.db.StopRunner(context.WithoutCancel(ctx), s.runner.ID))
 		err = errors.Join(err, s.db.Close())
 		s.log.Info("runner stopped")
 	})
@@ -154,4 +175,21 @@ func (s *Server) heartbeat(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// sessionRecorder keeps the store's row per PTY session for pty.Manager.
+type sessionRecorder struct {
+	db       *store.DB
+	runnerID string
+}
+
+func (r sessionRecorder) SessionOpened(ctx context.Context, rec pty.Record) error {
+	return r.db.InsertSession(ctx, store.SessionRow{
+		RunnerID: r.runnerID, ID: rec.ID, Name: rec.Name, Command: rec.Command, Cwd: rec.Dir,
+		ProcessIdentity: store.IdentifyProcess(rec.Pid), Pgid: rec.Pgid, StartedAt: rec.StartedAt,
+	})
+}
+
+func (r sessionRecorder) SessionClosed(ctx context.Context, id string) error {
+	return r.db.CloseSession(ctx, r.runnerID, id)
 }

@@ -1,0 +1,423 @@
+package pty
+
+import (
+	"unicode/utf8"
+)
+
+// Clean turns terminal output into the text a person would have read on the screen, for a
+// model that cannot run a terminal emulator in its head:
+//
+//   - escape sequences are removed: CSI (colours, cursor moves, private modes such as
+//     ESC[?2004h), OSC (titles, hyperlinks; ended by BEL or ESC \), DCS, SOS, PM and APC
+//     strings, charset selections (ESC ( B) and two-byte escapes (ESC =, ESC 7, ...);
+//   - CRLF becomes LF;
+//   - each line is kept in its final visible state: a carriage return moves back to the
+//     start of the line and what follows overwrites it cell by cell, as on a real
+//     terminal, so "10%\r50%\r100%\n" gives "100%\n" and a shorter overwrite keeps the tail
+//     of the longer text ("abcdef\rXY" gives "XYcdef"; progress bars that want a clean line
+//     send ESC[K, which is honoured). Backspace, cursor left/right/column moves, erase in
+//     line (ESC[K), delete/insert/erase characters (ESC[P, ESC[@, ESC[X) are applied the
+//     same way, so a readline edit shows as the final command line;
+//   - vertical cursor movement and absolute positioning start a new line (the cleaner
+//     models one line, not a screen: a full-screen program's redraws come out as a
+//     sequence of lines; use raw output for those);
+//   - other control characters are dropped, except \n and \t; invalid UTF-8 becomes U+FFFD.
+//
+// The result never contains ESC and is always valid UTF-8. Cells left blank (skipped by
+// a cursor move, erased, or overwritten with a space) read as spaces inside a line and
+// are dropped at its end, as a screen shows them; spaces a program printed at the end of
+// a line are kept, since a prompt such as "$ " ends in one.
+func Clean(b []byte) string {
+	var c cleaner
+	c.init()
+	c.write(b)
+	return string(c.bytes())
+}
+
+// maxCol bounds how far cursor movement may pad a line with blanks, so a few bytes of
+// hostile escape sequences cannot expand into megabytes of spaces. It matches the largest
+// terminal width the package accepts.
+const maxCol = 1000
+
+// blank marks a cell that was never written or was erased. It renders as a space inside a
+// line and is dropped at its end, which is how a screen looks.
+const blank rune = 0
+
+type cleanState uint8
+
+const (
+	stGround   cleanState = iota
+	stEsc                 // after ESC
+	stEscInter            // ESC followed by intermediates (0x20-0x2f), e.g. ESC ( B
+	stSS                  // ESC N / ESC O: one more character belongs to the sequence
+	stCSI                 // ESC [
+	stOSC                 // ESC ]: until BEL or ST
+	stOSCEsc              // ESC inside an OSC string
+	stStr                 // DCS, SOS, PM, APC: until ST
+	stStrEsc              // ESC inside one of those
+)
+
+// cleaner is the streaming form of Clean: bytes can be fed in chunks of any size (a
+// sequence or a UTF-8 character may span chunks) and bytes() renders the text so far
+// without disturbing the state. Waiting for a pattern uses it to clean only the new
+// output of each chunk instead of the whole text again.
+type cleaner struct {
+	out  []byte // finished lines, each ending in \n
+	line []rune // the current line's cells
+	col  int    // the cursor's cell in line (may be past its end)
+	st   cleanState
+
+	params  []byte // CSI parameter bytes (bounded)
+	private bool   // CSI has a private marker (<=>?) or intermediates: not interpreted
+	utf     [utf8.UTFMax]byte
+	nutf    int
+
+	// Raw offsets, for the omission marker's "re-read from" hint: pos is the index of the
+	// byte being processed, lineRaw where the current line began. When watch >= 0 the
+	// cleaner records in found the raw offset of the line holding cleaned byte watch.
+	pos     int64
+	lineRaw int64
+	watch   int
+	found   int64
+}
+
+func (c *cleaner) init() {
+	c.watch = -1
+	c.found = -1
+}
+
+func (c *cleaner) write(p []byte) {
+	for i := 0; i < len(p); {
+		b := p[i]
+		// Fast path: printable ASCII appended at the end of the line, the bulk of output.
+		if c.st == stGround && c.nutf == 0 && b >= 0x20 && b < 0x7f && c.col == len(c.line) {
+			c.line = append(c.line, rune(b))
+			c.col++
+			i++
+			c.pos++
+			continue
+		}
+		if c.step(b) {
+			i++
+			c.pos++
+		}
+	}
+}
+
+// step processes one byte and reports whether it was consumed; false means the byte ended
+// a sequence without belonging to it and must be processed again in the new state.
+func (c *cleaner) step(b byte) bool {
+	switch c.st {
+	case stGround:
+		return c.ground(b)
+	case stEsc:
+		switch {
+		case b == '[':
+			c.st = stCSI
+			c.params = c.params[:0]
+			c.private = false
+		case b == ']':
+			c.st = stOSC
+		case b == 'P' || b == 'X' || b == '^' || b == '_':
+			c.st = stStr
+		case b == 'N' || b == 'O':
+			c.st = stSS
+		case b == 'E': // NEL: next line
+			c.newline()
+			c.st = stGround
+		case b >= 0x20 && b <= 0x2f:
+			c.st = stEscInter
+		case b >= 0x30 && b <= 0x7e:
+			c.st = stGround // a two-byte escape: ESC 7, ESC =, ESC M, ...
+		case b == 0x1b:
+		case b == 0x18 || b == 0x1a: // CAN, SUB abort a sequence
+			c.st = stGround
+		case b < 0x20:
+			c.control(b) // C0 controls act even inside a sequence, as on a VT
+		case b == 0x7f:
+		default:
+			c.st = stGround
+			return false
+		}
+	case stEscInter:
+		switch {
+		case b >= 0x20 && b <= 0x2f:
+		case b >= 0x30 && b <= 0x7e:
+			c.st = stGround
+		case b == 0x1b:
+			c.st = stEsc
+		case b == 0x18 || b == 0x1a:
+			c.st = stGround
+		case b < 0x20:
+			c.control(b)
+		case b == 0x7f:
+		default:
+			c.st = stGround
+			return false
+		}
+	case stSS:
+		switch {
+		case b >= 0x20 && b < 0x7f:
+			c.st = stGround
+		case b == 0x1b:
+			c.st = stEsc
+		default:
+			c.st = stGround
+			return false
+		}
+	case stCSI:
+		switch {
+		case b >= 0x30 && b <= 0x3f:
+			if b >= '<' {
+				c.private = true
+			}
+			if len(c.params) < 32 {
+				c.params = append(c.params, b)
+			}
+		case b >= 0x20 && b <= 0x2f:
+			c.private = true
+		case b >= 0x40 && b <= 0x7e:
+			c.st = stGround
+			if !c.private {
+				c.csi(b)
+			}
+		case b == 0x1b:
+			c.st = stEsc
+		case b == 0x18 || b == 0x1a:
+			c.st = stGround
+		case b < 0x20:
+			c.control(b)
+		case b == 0x7f:
+		default:
+			c.st = stGround
+			return false
+		}
+	case stOSC:
+		switch b {
+		case 0x07:
+			c.st = stGround
+		case 0x1b:
+			c.st = stOSCEsc
+		case 0x18, 0x1a:
+			c.st = stGround
+		}
+	case stStr:
+		switch b {
+		case 0x1b:
+			c.st = stStrEsc
+		case 0x18, 0x1a:
+			c.st = stGround
+		}
+	case stOSCEsc, stStrEsc:
+		if b == '\\' {
+			c.st = stGround
+			return true
+		}
+		// Any ESC ends the string; this one starts a new sequence.
+		c.st = stEsc
+		return false
+	}
+	return true
+}
+
+func (c *cleaner) ground(b byte) bool {
+	if c.nutf > 0 && (b < 0x80 || b >= 0xc0) {
+		// A multi-byte character cut short: show that something was there.
+		c.put(utf8.RuneError)
+		c.nutf = 0
+	}
+	if b >= 0x80 {
+		c.utf[c.nutf] = b
+		c.nutf++
+		if utf8.FullRune(c.utf[:c.nutf]) {
+			r, size := utf8.DecodeRune(c.utf[:c.nutf])
+			c.put(r)
+			for range c.nutf - size { // stray continuation bytes
+				c.put(utf8.RuneError)
+			}
+			c.nutf = 0
+		}
+		return true
+	}
+	if b == 0x1b {
+		c.st = stEsc
+		return true
+	}
+	if b < 0x20 || b == 0x7f {
+		c.control(b)
+		return true
+	}
+	c.put(rune(b))
+	return true
+}
+
+// control executes a C0 control character; the ones a screen does not show are dropped.
+func (c *cleaner) control(b byte) {
+	switch b {
+	case '\n', '\v', '\f':
+		c.newline()
+	case '\r':
+		c.col = 0
+	case '\b':
+		if c.col > 0 {
+			c.col--
+		}
+	case '\t':
+		c.put('\t')
+	}
+}
+
+func (c *cleaner) put(r rune) {
+	if r >= 0x80 && r < 0xa0 { // C1 controls: invisible
+		return
+	}
+	if c.col < len(c.line) {
+		if r == ' ' {
+			// A space over a cell erases it ("\b \b" is how many programs rub out a
+			// character), so it can be dropped at the end of the line like any blank;
+			// a space written at the end of the line is real, as in a "$ " prompt.
+			r = blank
+		}
+		c.line[c.col] = r
+	} else {
+		for len(c.line) < c.col {
+			c.line = append(c.line, blank)
+		}
+		c.line = append(c.line, r)
+	}
+	c.col++
+}
+
+// newline finishes the current line.
+func (c *cleaner) newline() {
+	c.out = appendLine(c.out, c.line)
+	c.out = append(c.out, '\n')
+	if c.watch >= 0 && c.found < 0 && len(c.out) > c.watch {
+		c.found = c.lineRaw
+	}
+	c.line = c.line[:0]
+	c.col = 0
+	c.lineRaw = c.pos + 1
+}
+
+// appendLine renders cells, with interior blanks as spaces and trailing ones dropped.
+func appendLine(dst []byte, line []rune) []byte {
+	n := len(line)
+	for n > 0 && line[n-1] == blank {
+		n--
+	}
+	for _, r := range line[:n] {
+		if r == blank {
+			r = ' '
+		}
+		dst = utf8.AppendRune(dst, r)
+	}
+	return dst
+}
+
+// bytes returns the text so far, the current line unterminated. The slice is only valid
+// until the next write.
+func (c *cleaner) bytes() []byte {
+	n := len(c.out)
+	b := appendLine(c.out, c.line)
+	if c.nutf > 0 {
+		b = utf8.AppendRune(b, utf8.RuneError)
+	}
+	c.out = b[:n] // keep any capacity appendLine grew
+	return b
+}
+
+// lineStart reports the raw offset of the line holding cleaned byte watch, once write has
+// seen the whole input.
+func (c *cleaner) lineStart() int64 {
+	if c.found >= 0 {
+		return c.found
+	}
+	return c.lineRaw
+}
+
+// csiParam returns the i-th numeric parameter of the current CSI sequence, def when it is
+// absent or zero, clamped to maxCol: no sequence the cleaner acts on needs more.
+func (c *cleaner) csiParam(i, def int) int {
+	n, field := 0, 0
+	seen := false
+	for _, b := range c.params {
+		if b == ';' || b == ':' {
+			if field == i {
+				break
+			}
+			field++
+			continue
+		}
+		if field == i && b >= '0' && b <= '9' {
+			n = min(n*10+int(b-'0'), maxCol)
+			seen = true
+		}
+	}
+	if field < i || !seen || n == 0 {
+		return def
+	}
+	return n
+}
+
+func (c *cleaner) setCol(col int) {
+	if col > len(c.line) && col > maxCol {
+		col = max(len(c.line), maxCol)
+	}
+	c.col = max(col, 0)
+}
+
+// csi applies the CSI sequences that change what a line shows; colours and modes are
+// simply dropped.
+func (c *cleaner) csi(final byte) {
+	switch final {
+	case 'C', 'a': // cursor forward
+		c.setCol(c.col + c.csiParam(0, 1))
+	case 'D': // cursor back
+		c.setCol(c.col - c.csiParam(0, 1))
+	case 'G', '`': // cursor to column
+		c.setCol(c.csiParam(0, 1) - 1)
+	case 'K': // erase in line
+		switch c.csiParam(0, 0) {
+		case 0:
+			if c.col < len(c.line) {
+				c.line = c.line[:c.col]
+			}
+		case 1:
+			for i := 0; i <= c.col && i < len(c.line); i++ {
+				c.line[i] = blank
+			}
+		case 2:
+			c.line = c.line[:0]
+		}
+	case 'P': // delete characters
+		if c.col < len(c.line) {
+			n := min(c.csiParam(0, 1), len(c.line)-c.col)
+			c.line = append(c.line[:c.col], c.line[c.col+n:]...)
+		}
+	case '@': // insert blank characters
+		if c.col < len(c.line) {
+			n, limit := c.csiParam(0, 1), max(len(c.line), maxCol)
+			c.line = append(c.line[:c.col], append(make([]rune, n), c.line[c.col:]...)...)
+			// Cells pushed past the margin are lost, as on a screen; this also keeps
+			// repeated inserts from growing a line without bound.
+			c.line = c.line[:min(len(c.line), limit)]
+		}
+	case 'X': // erase characters
+		for i := c.col; i < c.col+c.csiParam(0, 1) && i < len(c.line); i++ {
+			c.line[i] = blank
+		}
+	case 'A', 'B', 'E', 'F', 'd': // vertical moves: a different screen line
+		if len(c.line) > 0 {
+			c.newline()
+		}
+		if final == 'E' || final == 'F' {
+			c.col = 0
+		}
+	case 'H', 'f': // absolute position
+		if len(c.line) > 0 {
+			c.newline()
+		}
+		c.setCol(c.csiParam(1, 1) - 1)
+	}
+}

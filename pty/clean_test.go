@@ -1,0 +1,159 @@
+package pty
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+var cleanTests = []struct {
+	name, in, want string
+}{
+	{"plain", "hello\nworld", "hello\nworld"},
+	{"CRLF", "a\r\nb\r\n", "a\nb\n"},
+	{"SGR colours", "\x1b[1;31mred\x1b[0m \x1b[38;5;208mo\x1b[m", "red o"},
+	{"private modes", "\x1b[?2004h$ ls\r\n\x1b[?2004l\r", "$ ls\n"},
+	{"OSC with BEL", "\x1b]0;title\x07text", "text"},
+	{"OSC with ST", "\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link"},
+	{"charset select", "\x1b(Bok\x1b)0", "ok"},
+	{"two-byte escapes", "\x1b=\x1b>\x1b7a\x1b8b\x1bMc", "abc"},
+	{"DCS", "a\x1bPq#0;2;0;0;0\x1b\\b", "ab"},
+	{"APC", "a\x1b_Gf=100;AAAA\x1b\\b", "ab"},
+	{"SS3", "a\x1bOPb", "ab"},
+	{"progress bar", "10%\r50%\r100%\n", "100%\n"},
+	{"shorter overwrite keeps the tail", "abcdef\rXY\n", "XYcdef\n"},
+	{"overwrite with erase", "downloading 10%\r\x1b[Kdone\n", "done\n"},
+	{"erase whole line", "abc\x1b[2K\rxy", "xy"},
+	{"backspace", "abc\bd\n", "abd\n"},
+	{"erase with backspace", "abc\b \b\b \bz", "az"},
+	{"rubbed out at the end", "$ ab\b \b", "$ a"},
+	{"backspace at start", "\b\bx", "x"},
+	{"readline insert", "ac\bbc\b", "abc"},
+	{"cursor left and delete", "abcd\x1b[2D\x1b[P", "abd"},
+	{"insert blanks", "abd\x1b[D\x1b[@c", "abcd"},
+	{"erase characters", "abcd\r\x1b[2X", "  cd"},
+	{"cursor forward pads", "a\x1b[3Cb", "a   b"},
+	{"column absolute", "abcdef\x1b[3GX", "abXdef"},
+	{"trailing blanks dropped", "ab\x1b[5C\n", "ab\n"},
+	{"written spaces kept", "$ ", "$ "},
+	{"vertical move starts a line", "top\x1b[2Abottom", "top\nbottom"},
+	{"cursor position", "\x1b[H\x1b[2Jrow1\x1b[2;1Hrow2", "row1\nrow2"},
+	{"controls dropped", "a\x07b\x00c\x7fd\x0ee", "abcde"},
+	{"tab kept", "a\tb", "a\tb"},
+	{"utf-8", "héllo 世界\r\n", "héllo 世界\n"},
+	{"utf-8 overwrite", "日本\rx", "x本"},
+	{"C1 controls dropped", "a\u009bb\u0085c", "abc"},
+	{"invalid utf-8", "a\xffb\xe6\x97c", "a\ufffdb\ufffdc"},
+	{"truncated utf-8 at end", "a\xe6\x97", "a\ufffd"},
+	{"ESC at end", "abc\x1b", "abc"},
+	{"unterminated CSI", "abc\x1b[31", "abc"},
+	{"CAN aborts", "a\x1b[3\x18b", "ab"},
+	{"ESC restarts", "a\x1b[3\x1b[0mb", "ab"},
+	{"control inside CSI", "a\x1b[3\nm", "a\n"},
+	{"ESC inside OSC starts a new sequence", "\x1b]0;t\x1b[31mx", "x"},
+	{"huge parameter bounded", "a\x1b[99999999Cb", "a" + strings.Repeat(" ", maxCol-1) + "b"},
+}
+
+func TestClean(t *testing.T) {
+	for _, tt := range cleanTests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Clean([]byte(tt.in)); got != tt.want {
+				t.Errorf("Clean(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCleaner_chunks checks that cleaning in pieces gives what cleaning at once gives,
+// whatever the cut: sequences and characters span the chunks output arrives in.
+func TestCleaner_chunks(t *testing.T) {
+	for _, tt := range cleanTests {
+		for cut := 0; cut <= len(tt.in); cut++ {
+			var c cleaner
+			c.init()
+			c.write([]byte(tt.in[:cut]))
+			_ = c.bytes() // rendering must not disturb the state
+			c.write([]byte(tt.in[cut:]))
+			if got := string(c.bytes()); got != tt.want {
+				t.Errorf("%s: cleaned in two pieces cut at %d = %q, want %q", tt.name, cut, got, tt.want)
+			}
+		}
+	}
+}
+
+func TestLineStart(t *testing.T) {
+	raw := []byte("one\r\n\x1b[31mtwo\x1b[0m\r\nthree")
+	clean := Clean(raw) // "one\ntwo\nthree"
+	for _, tt := range []struct {
+		h    int
+		want int64
+	}{
+		{0, 0}, {2, 0}, {4, 5}, {6, 5}, {8, 19}, {12, 19},
+	} {
+		if got := lineStart(raw, tt.h); got != tt.want {
+			t.Errorf("lineStart(raw, %d) (cleaned %q) = %d, want %d", tt.h, clean[tt.h:], got, tt.want)
+		}
+	}
+}
+
+func TestCapText(t *testing.T) {
+	var b strings.Builder
+	for i := range 1000 {
+		b.WriteString(strings.Repeat("x", i%50) + "\n")
+	}
+	text := b.String()
+	for _, max := range []int{1, 10, 100, 1000, 5000} {
+		got, omitted := capText([]byte(text), max, func(h int) int64 { return int64(h) })
+		head, rest, ok := strings.Cut(got, "[... ")
+		if !ok {
+			t.Fatalf("capText(%d): no marker in %q", max, got)
+		}
+		_, tail, _ := strings.Cut(rest, " ...]\n")
+		if len(head)+len(tail) > max+1 { // +1: the newline that starts the marker
+			t.Errorf("capText(%d) kept %d bytes", max, len(head)+len(tail))
+		}
+		if int64(len(strings.TrimSuffix(head, "\n"))+len(tail))+omitted < int64(len(text))-1 {
+			t.Errorf("capText(%d): %d kept + %d omitted < %d", max, len(head)+len(tail), omitted, len(text))
+		}
+		if !strings.HasPrefix(text, strings.TrimSuffix(head, "\n")) || !strings.HasSuffix(text, tail) {
+			t.Errorf("capText(%d) head/tail are not the text's", max)
+		}
+	}
+	if got, omitted := capText([]byte("short"), 100, nil); got != "short" || omitted != 0 {
+		t.Errorf("capText(short) = %q, %d", got, omitted)
+	}
+	// Never split a character.
+	got, _ := capText([]byte(strings.Repeat("é", 100)), 11, nil)
+	if !utf8.ValidString(got) {
+		t.Errorf("capText split a character: %q", got)
+	}
+}
+
+func FuzzClean(f *testing.F) {
+	for _, tt := range cleanTests {
+		f.Add([]byte(tt.in), uint16(len(tt.in)/2))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, cut uint16) {
+		got := Clean(in)
+		if strings.IndexByte(got, 0x1b) >= 0 {
+			t.Fatalf("Clean(%q) = %q contains ESC", in, got)
+		}
+		if !utf8.ValidString(got) {
+			t.Fatalf("Clean(%q) = %q is not valid UTF-8", in, got)
+		}
+		for _, r := range got {
+			if r < 0x20 && r != '\n' && r != '\t' {
+				t.Fatalf("Clean(%q) = %q contains control %U", in, got, r)
+			}
+		}
+		k := int(cut) % (len(in) + 1)
+		var c cleaner
+		c.init()
+		c.write(in[:k])
+		c.write(in[k:])
+		if chunked := c.bytes(); !bytes.Equal(chunked, []byte(got)) {
+			t.Fatalf("Clean(%q) = %q, but in two pieces cut at %d: %q", in, got, k, chunked)
+		}
+	})
+}

@@ -1,0 +1,40 @@
+package pty
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestRing checks the ring against the obvious model: the whole stream, of which the
+// last size bytes are kept.
+func TestRing(t *testing.T) {
+	for _, size := range []int{1, 7, 4096, 10000} {
+		r := newRing(size)
+		var stream []byte
+		rng := rand.New(rand.NewPCG(1, uint64(size)))
+		for i := range 300 {
+			n := rng.IntN(3*size/2 + 2)
+			p := make([]byte, n)
+			for j := range p {
+				p[j] = byte(i + j)
+			}
+			r.write(p)
+			stream = append(stream, p...)
+			if r.end != int64(len(stream)) {
+				t.Fatalf("size %d: end = %d, want %d", size, r.end, len(stream))
+			}
+			if len(r.buf) > size || cap(r.buf) > size {
+				t.Fatalf("size %d: buffer len %d cap %d, want at most %d", size, len(r.buf), cap(r.buf), size)
+			}
+			wantStart := max(0, len(stream)-size)
+			for _, off := range []int64{0, int64(wantStart), r.end - 1, r.end, int64(rng.IntN(len(stream) + 1))} {
+				got, from := r.appendFrom(nil, off)
+				wantFrom := min(max(off, int64(wantStart)), r.end)
+				if from != wantFrom || !bytes.Equal(got, stream[wantFrom:]) {
+					t.Fatalf("size %d: appendFrom(%d) = %d bytes from %d, want %d bytes from %d", size, off, len(got), from, len(stream)-int(wantFrom), wantFrom)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,354 @@
+package pty
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	creackpty "github.com/creack/pty"
+)
+
+// session is one program under one terminal. The fields above mu never change after
+// start; the ones below are guarded by mu.
+type session struct {
+	id, name, command, dir string
+	seq                    int
+	pid                    int // also the process group and session id: the program runs under setsid
+	startedAt              time.Time
+	cmd                    *exec.Cmd
+	master                 *os.File
+
+	// wsem lets one write at a time hold the master: the write deadline belongs to the
+	// file, so two writers would cut each other's deadlines short.
+	wsem chan struct{}
+
+	readerDone chan struct{} // closed when the reader goroutine has returned
+	exitDone   chan struct{} // closed when the exit is published (status set, output drained)
+
+	mu           sync.Mutex
+	ring         ring
+	cursor       int64 // the read cursor: where a read without Since starts
+	cols, rows   int
+	lastOutput   time.Time
+	lastActivity time.Time
+	changed      chan struct{} // closed (and cleared) on new output or exit; made by a waiter
+	waiters      int           // calls waiting on this session (tests use it to order events)
+	reaped       bool          // the leader has been waited for: its pid may be reused now
+	closed       bool          // the master has been closed by stop
+	status       exitStatus
+}
+
+// exitStatus is the published end of a program.
+type exitStatus struct {
+	exited bool
+	code   *int
+	signal *string
+}
+
+func (st exitStatus) String() string {
+	switch {
+	case st.code != nil:
+		return fmt.Sprintf("exit code %d", *st.code)
+	case st.signal != nil:
+		return "killed by " + *st.signal
+	}
+	return "exited"
+}
+
+// start runs the program and the session's two goroutines: one drains the master into the
+// ring, so the program never blocks on a full terminal however little anyone reads; the
+// other reaps the program and publishes its exit.
+func (m *Manager) start(id string, seq int, o OpenOptions) (*session, error) {
+	env := sessionEnv(o.Env)
+	argv, display := commandLine(o.Command, env)
+	dir := o.Dir
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = o.Dir
+	cmd.Env = env
+	ws := &creackpty.Winsize{Cols: uint16(o.Cols), Rows: uint16(o.Rows)}
+	// Setsid makes the program a session and process group leader, so one kill(-pgid)
+	// reaches everything it starts; Setctty makes the terminal its controlling tty, so
+	// C-c and job control work as in a real terminal.
+	master, err := creackpty.StartWithAttrs(cmd, ws, &syscall.SysProcAttr{Setsid: true, Setctty: true})
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", strings.Join(argv, " "), err)
+	}
+	// creack/pty leaves the master in blocking mode (it calls Fd()). Switch it back so
+	// reads and writes go through Go's poller: Close then wakes a blocked Read, and write
+	// deadlines work. Fd() must not be called again, as it would undo this.
+	if err := setNonblock(master); err != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		_ = master.Close()
+		return nil, fmt.Errorf("start %s: set non-blocking: %w", argv[0], err)
+	}
+	now := time.Now()
+	s := &session{
+		id: id, name: o.Name, command: display, dir: dir,
+		seq:        seq,
+		pid:        cmd.Process.Pid,
+		startedAt:  now,
+		cmd:        cmd,
+		master:     master,
+		wsem:       make(chan struct{}, 1),
+		readerDone: make(chan struct{}),
+		exitDone:   make(chan struct{}),
+		ring:       newRing(m.cfg.BufferSize),
+		cols:       o.Cols, rows: o.Rows,
+		lastActivity: now,
+	}
+	m.wg.Add(2)
+	go func() { defer m.wg.Done(); s.readLoop() }()
+	go func() { defer m.wg.Done(); s.waitLoop(m) }()
+	return s, nil
+}
+
+func setNonblock(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = syscall.SetNonblock(int(fd), true) }); err != nil {
+		return err
+	}
+	return serr
+}
+
+// sessionEnv is the inherited environment with the session defaults and then extra laid
+// over it; overridden entries are removed rather than duplicated, since programs disagree
+// on which duplicate wins.
+func sessionEnv(extra map[string]string) []string {
+	over := make(map[string]string, len(sessionDefaults)+len(extra))
+	for k, v := range sessionDefaults {
+		over[k] = v
+	}
+	for k, v := range extra {
+		over[k] = v
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := over[k]; !ok {
+			env = append(env, kv)
+		}
+	}
+	keys := make([]string, 0, len(over))
+	for k := range over {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+over[k])
+	}
+	return env
+}
+
+// commandLine returns the argv to run and the command to show for it.
+func commandLine(command string, env []string) (argv []string, display string) {
+	if command != "" {
+		return []string{"/bin/sh", "-c", command}, command
+	}
+	var shell string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "SHELL="); ok {
+			shell = v
+		}
+	}
+	for _, sh := range []string{shell, "/bin/bash", "/bin/sh"} {
+		if isExecutable(sh) {
+			return []string{sh, "-i"}, sh
+		}
+	}
+	return []string{"/bin/sh", "-i"}, "/bin/sh"
+}
+
+func isExecutable(path string) bool {
+	if !strings.HasPrefix(path, "/") {
+		return false
+	}
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+func (s *session) readLoop() {
+	defer close(s.readerDone)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := s.master.Read(buf)
+		if n > 0 {
+			now := time.Now()
+			s.mu.Lock()
+			s.ring.write(buf[:n])
+			s.lastOutput = now
+			s.lastActivity = now
+			s.wakeLocked()
+			s.mu.Unlock()
+		}
+		if err != nil {
+			// EIO: every holder of the terminal's slave side is gone (Linux says so
+			// instead of EOF). ErrClosed: stop closed the master.
+			return
+		}
+	}
+}
+
+func (s *session) waitLoop(m *Manager) {
+	_ = s.cmd.Wait() // the status is in ProcessState; a non-zero exit is not an error here
+	st := exitStatus{exited: true}
+	if ps := s.cmd.ProcessState; ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			name := SignalName(ws.Signal())
+			st.signal = &name
+		} else {
+			code := ps.ExitCode()
+			st.code = &code
+		}
+	}
+	s.mu.Lock()
+	s.reaped = true
+	s.mu.Unlock()
+
+	// Publish the exit only once the output is drained, so a caller told "exited" has
+	// seen everything, unless a background grandchild keeps the terminal open.
+	t := time.NewTimer(exitDrain)
+	select {
+	case <-s.readerDone:
+	case <-t.C:
+	}
+	t.Stop()
+	s.mu.Lock()
+	s.status = st
+	s.wakeLocked()
+	s.mu.Unlock()
+	m.log.Debug("pty: session program exited", "id", s.id, "pid", s.pid, "status", st.String())
+	close(s.exitDone)
+}
+
+// wakeLocked tells the waiters that something changed.
+func (s *session) wakeLocked() {
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+}
+
+// changedLocked returns a channel closed at the next change.
+func (s *session) changedLocked() <-chan struct{} {
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
+}
+
+func (s *session) hasExited() bool {
+	select {
+	case <-s.exitDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill sends sig to the program's process group and session (see signalSession), and
+// SIGCONT after it so a stopped job acts on it now rather than after the grace.
+func (s *session) kill(sig syscall.Signal) {
+	s.mu.Lock()
+	reaped := s.reaped
+	s.mu.Unlock()
+	// Once the leader is reaped its pid is free. While any process of the session is left,
+	// the kernel keeps that number as their group and session id and hands it to nobody
+	// else; if a process with that pid exists now, the number was reused, nothing of ours
+	// is left, and the signal must not go to a stranger.
+	if reaped && syscall.Kill(s.pid, 0) != syscall.ESRCH {
+		return
+	}
+	signalSession(s.pid, s.pid, sig)
+	if sig != syscall.SIGKILL && sig != syscall.SIGCONT && sig != syscall.SIGSTOP {
+		signalSession(s.pid, s.pid, syscall.SIGCONT)
+	}
+}
+
+func (s *session) resize(cols, rows int) error {
+	ws := creackpty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}
+	rc, err := s.master.SyscallConn()
+	if err != nil {
+		return err
+	}
+	// The ioctl is made through the raw fd here, not creackpty.Setsize, which calls Fd()
+	// and would put the master back into blocking mode under the reader.
+	var errno syscall.Errno
+	err = rc.Control(func(fd uintptr) {
+		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws)))
+	})
+	if err != nil {
+		return err
+	}
+	if errno != 0 {
+		return fmt.Errorf("set size: %w", errno)
+	}
+	s.mu.Lock()
+	s.cols, s.rows = cols, rows
+	s.mu.Unlock()
+	return nil
+}
+
+// write delivers p to the program, giving up at deadline or when ctx ends, and returns how
+// many bytes went in.
+func (s *session) write(ctx context.Context, p []byte, deadline time.Time) (int, error) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case s.wsem <- struct{}{}:
+	case <-t.C:
+		return 0, os.ErrDeadlineExceeded
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	defer func() { <-s.wsem }()
+	if err := s.master.SetWriteDeadline(deadline); err != nil {
+		return 0, err
+	}
+	// Cancellation pulls the deadline in, which is the only way to interrupt a Write.
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(done)
+		_ = s.master.SetWriteDeadline(time.Unix(1, 0))
+	})
+	n, err := s.master.Write(p)
+	if !stop() {
+		<-done // it ran, or is running: let it finish before the next writer sets a deadline
+		if ctx.Err() != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			err = ctx.Err()
+		}
+	}
+	if n > 0 {
+		s.mu.Lock()
+		s.lastActivity = time.Now()
+		s.mu.Unlock()
+	}
+	return n, err
+}
+
+func (s *session) info() Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Info{
+		ID: s.id, Name: s.name, Command: s.command, Dir: s.dir,
+		Pid: s.pid, Cols: s.cols, Rows: s.rows,
+		StartedAt: s.startedAt, LastActivityAt: s.lastActivity,
+		Exited: s.status.exited, ExitCode: s.status.code, Signal: s.status.signal,
+		UnreadBytes: s.ring.end - max(s.cursor, s.ring.start()),
+	}
+}

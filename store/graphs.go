@@ -1,0 +1,388 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// GraphRow is a stored task graph.
+type GraphRow struct {
+	ID             string
+	Name           string
+	RunnerID       string // the runner that accepted it and runs its tasks
+	IdempotencyKey string // "" = none
+	MaxParallel    int
+	FailFast       bool
+	TaskCount      int
+	CreatedAt      time.Time
+	FinishedAt     *time.Time // set once every task is terminal
+	Version        int64      // bumped on every task state change
+}
+
+// TaskRow is a stored task: its spec and its current state.
+type TaskRow struct {
+	GraphID    string
+	ID         string
+	Seq        int
+	Command    string
+	Cwd        string
+	Env        map[string]string
+	DependsOn  []string
+	TimeoutSec int
+	Retries    int
+	TaskState
+}
+
+// TaskState is the mutable part of a task: what a state change writes.
+type TaskState struct {
+	Status     string
+	ErrorCode  *string
+	ExitCode   *int
+	Signal     *string
+	Message    *string
+	Attempt    int
+	Pid        *int
+	Pgid       *int
+	ProcStart  *uint64
+	StartedAt  *time.Time
+	FinishedAt *time.Time
+}
+
+// TaskUpdate sets a task's state.
+type TaskUpdate struct {
+	GraphID string
+	TaskID  string
+	TaskState
+}
+
+// InsertGraph stores a graph and all its tasks in one transaction. When g has an
+// idempotency key that an existing graph already holds, nothing is written and the
+// existing graph is returned with created false.
+func (db *DB) InsertGraph(ctx context.Context, g GraphRow, tasks []TaskRow) (stored GraphRow, created bool, err error) {
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		if g.IdempotencyKey != "" {
+			existing, err := scanGraph(tx.QueryRowContext(ctx, graphSelect+` WHERE idempotency_key = ?`, g.IdempotencyKey))
+			if err == nil {
+				stored, created = existing, false
+				return nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO graphs
+			(id, name, runner_id, idempotency_key, max_parallel, fail_fast, task_count, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			g.ID, g.Name, g.RunnerID, nullString(g.IdempotencyKey), g.MaxParallel, g.FailFast, len(tasks), millis(g.CreatedAt)); err != nil {
+			return fmt.Errorf("insert graph: %w", err)
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO tasks
+			(graph_id, id, seq, command, cwd, env, depends_on, timeout_sec, retries, status)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, t := range tasks {
+			env, _ := json.Marshal(nonNilMap(t.Env))
+			deps, _ := json.Marshal(nonNilSlice(t.DependsOn))
+			if _, err := stmt.ExecContext(ctx, g.ID, t.ID, t.Seq, t.Command, t.Cwd, string(env), string(deps),
+				t.TimeoutSec, t.Retries, t.Status); err != nil {
+				return fmt.Errorf("insert task %s: %w", t.ID, err)
+			}
+		}
+		g.TaskCount = len(tasks)
+		stored, created = g, true
+		return nil
+	})
+	if err != nil {
+		return GraphRow{}, false, fmt.Errorf("store graph %s: %w", g.ID, err)
+	}
+	return stored, created, nil
+}
+
+// UpdateTasks writes a batch of task state changes in one transaction, bumps each touched
+// graph's version and sets its finished_at once no task is left pending or running. A
+// task already in a terminal state is never changed again: terminal states are final,
+// whoever writes second.
+func (db *DB) UpdateTasks(ctx context.Context, updates []TaskUpdate) error {
+	if len(updates) == 0 {
+		return nil
+	}
+	now := millis(time.Now())
+	return db.write(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `UPDATE tasks SET status = ?, error_code = ?, exit_code = ?,
+			signal = ?, message = ?, attempt = ?, pid = ?, pgid = ?, proc_start = ?, started_at = ?, finished_at = ?
+			WHERE graph_id = ? AND id = ? AND status IN ('pending', 'running')`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		touched := map[string]bool{}
+		var order []string
+		for _, u := range updates {
+			var procStart any
+			if u.ProcStart != nil {
+				procStart = int64(*u.ProcStart)
+			}
+			if _, err := stmt.ExecContext(ctx, u.Status, u.ErrorCode, u.ExitCode, u.Signal, u.Message, u.Attempt,
+				u.Pid, u.Pgid, procStart, millisPtr(u.StartedAt), millisPtr(u.FinishedAt), u.GraphID, u.TaskID); err != nil {
+				return fmt.Errorf("update task %s/%s: %w", u.GraphID, u.TaskID, err)
+			}
+			if !touched[u.GraphID] {
+				touched[u.GraphID] = true
+				order = append(order, u.GraphID)
+			}
+		}
+		for _, id := range order {
+			if _, err := tx.ExecContext(ctx, `UPDATE graphs SET version = version + 1,
+				finished_at = CASE WHEN EXISTS (SELECT 1 FROM tasks WHERE graph_id = ?1 AND status IN ('pending', 'running'))
+					THEN NULL ELSE COALESCE(finished_at, ?2) END
+				WHERE id = ?1`, id, now); err != nil {
+				return fmt.Errorf("update graph %s: %w", id, err)
+			}
+		}
+		return nil
+	})
+}
+
+// GetGraph reads one graph.
+func (db *DB) GetGraph(ctx context.Context, id string) (GraphRow, error) {
+	g, err := scanGraph(db.sql.QueryRowContext(ctx, graphSelect+` WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return GraphRow{}, fmt.Errorf("graph %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return GraphRow{}, fmt.Errorf("graph %q: %w", id, err)
+	}
+	return g, nil
+}
+
+// GraphVersion reads a graph's change counter (cheap: for waits that poll the store).
+func (db *DB) GraphVersion(ctx context.Context, id string) (int64, error) {
+	var v int64
+	err := db.sql.QueryRowContext(ctx, `SELECT version FROM graphs WHERE id = ?`, id).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("graph %q: %w", id, ErrNotFound)
+	}
+	return v, err
+}
+
+// GraphTasks reads every task of a graph in submitted order.
+func (db *DB) GraphTasks(ctx context.Context, graphID string) ([]TaskRow, error) {
+	rows, err := db.sql.QueryContext(ctx, taskSelect+` WHERE graph_id = ? ORDER BY seq`, graphID)
+	if err != nil {
+		return nil, fmt.Errorf("tasks of %s: %w", graphID, err)
+	}
+	return scanTasks(rows)
+}
+
+// ListFilter selects tasks for ListTasks.
+type ListFilter struct {
+	Statuses []string // empty = any
+	GraphID  string   // "" = every graph
+	Limit    int
+	Cursor   string // from a previous page's next cursor
+}
+
+// ListTasks lists tasks of every graph in the workspace, newest graph first and each
+// graph's tasks in submitted order, a page at a time. next is "" on the last page.
+func (db *DB) ListTasks(ctx context.Context, f ListFilter) (tasks []TaskRow, next string, err error) {
+	var where []string
+	var args []any
+	if len(f.Statuses) > 0 {
+		where = append(where, "status IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.Statuses)), ",")+")")
+		for _, s := range f.Statuses {
+			args = append(args, s)
+		}
+	}
+	if f.GraphID != "" {
+		where = append(where, "graph_id = ?")
+		args = append(args, f.GraphID)
+	}
+	if f.Cursor != "" {
+		graphID, seq, ok := parseCursor(f.Cursor)
+		if !ok {
+			return nil, "", fmt.Errorf("cursor %q: %w", f.Cursor, ErrBadCursor)
+		}
+		where = append(where, "(graph_id < ? OR (graph_id = ? AND seq > ?))")
+		args = append(args, graphID, graphID, seq)
+	}
+	q := taskSelect
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY graph_id DESC, seq ASC LIMIT ?"
+	args = append(args, f.Limit+1)
+	rows, err := db.sql.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list tasks: %w", err)
+	}
+	tasks, err = scanTasks(rows)
+	if err != nil {
+		return nil, "", fmt.Errorf("list tasks: %w", err)
+	}
+	if len(tasks) > f.Limit {
+		tasks = tasks[:f.Limit]
+		last := tasks[len(tasks)-1]
+		next = last.GraphID + "." + strconv.Itoa(last.Seq)
+	}
+	return tasks, next, nil
+}
+
+// ErrBadCursor is returned for a paging cursor this store did not hand out.
+var ErrBadCursor = errors.New("not a cursor from a previous page")
+
+func parseCursor(c string) (graphID string, seq int, ok bool) {
+	i := strings.LastIndexByte(c, '.')
+	if i <= 0 {
+		return "", 0, false
+	}
+	seq, err := strconv.Atoi(c[i+1:])
+	return c[:i], seq, err == nil && seq >= 0
+}
+
+// GraphCounts counts a graph's tasks per status.
+func (db *DB) GraphCounts(ctx context.Context, graphID string) (map[string]int, error) {
+	rows, err := db.sql.QueryContext(ctx, `SELECT status, COUNT(*) FROM tasks WHERE graph_id = ? GROUP BY status`, graphID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	counts := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, err
+		}
+		counts[s] = n
+	}
+	return counts, rows.Err()
+}
+
+// UnfinishedGraphs lists the graphs of a runner that still have pending or running tasks.
+func (db *DB) UnfinishedGraphs(ctx context.Context, runnerID string) ([]GraphRow, error) {
+	rows, err := db.sql.QueryContext(ctx, graphSelect+` WHERE runner_id = ? AND finished_at IS NULL ORDER BY id`, runnerID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []GraphRow
+	for rows.Next() {
+		g, err := scanGraph(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+const graphSelect = `SELECT id, name, runner_id, COALESCE(idempotency_key, ''), max_parallel, fail_fast,
+	task_count, created_at, finished_at, version FROM graphs`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanGraph(row scanner) (GraphRow, error) {
+	var g GraphRow
+	var created int64
+	var finished sql.NullInt64
+	if err := row.Scan(&g.ID, &g.Name, &g.RunnerID, &g.IdempotencyKey, &g.MaxParallel, &g.FailFast,
+		&g.TaskCount, &created, &finished, &g.Version); err != nil {
+		return GraphRow{}, err
+	}
+	g.CreatedAt = fromMillis(created)
+	g.FinishedAt = timePtr(finished)
+	return g, nil
+}
+
+const taskSelect = `SELECT graph_id, id, seq, command, cwd, env, depends_on, timeout_sec, retries,
+	status, error_code, exit_code, signal, message, attempt, pid, pgid, proc_start, started_at, finished_at FROM tasks`
+
+func scanTasks(rows *sql.Rows) ([]TaskRow, error) {
+	defer rows.Close()
+	var out []TaskRow
+	for rows.Next() {
+		var t TaskRow
+		var env, deps string
+		var errorCode, signal, message sql.NullString
+		var exitCode, pid, pgid, procStart, started, finished sql.NullInt64
+		if err := rows.Scan(&t.GraphID, &t.ID, &t.Seq, &t.Command, &t.Cwd, &env, &deps, &t.TimeoutSec, &t.Retries,
+			&t.Status, &errorCode, &exitCode, &signal, &message, &t.Attempt, &pid, &pgid, &procStart, &started, &finished); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(env), &t.Env); err != nil {
+			return nil, fmt.Errorf("task %s env: %w", t.ID, err)
+		}
+		if err := json.Unmarshal([]byte(deps), &t.DependsOn); err != nil {
+			return nil, fmt.Errorf("task %s dependencies: %w", t.ID, err)
+		}
+		t.ErrorCode, t.Signal, t.Message = stringPtr(errorCode), stringPtr(signal), stringPtr(message)
+		t.ExitCode, t.Pid, t.Pgid = intPtr(exitCode), intPtr(pid), intPtr(pgid)
+		if procStart.Valid {
+			v := uint64(procStart.Int64)
+			t.ProcStart = &v
+		}
+		t.StartedAt, t.FinishedAt = timePtr(started), timePtr(finished)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func millisPtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return millis(*t)
+}
+
+func timePtr(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMillis(v.Int64)
+	return &t
+}
+
+func stringPtr(v sql.NullString) *string {
+	if !v.Valid {
+		return nil
+	}
+	return &v.String
+}
+
+func intPtr(v sql.NullInt64) *int {
+	if !v.Valid {
+		return nil
+	}
+	i := int(v.Int64)
+	return &i
+}
+
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func nonNilSlice(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,534 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/mcp-harness/mcp-harness/store"
+)
+
+// testWait bounds every wait in these tests. It is generous on purpose: it only limits
+// how long a broken test hangs; nothing here asserts speed.
+const testWait = 60 * time.Second
+
+type testEnv struct {
+	e   *Engine
+	db  *store.DB
+	ws  *store.Workspace
+	dir string // the workspace root
+}
+
+func newTestEngine(t *testing.T, mutate ...func(*Config)) *testEnv {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(t.Context(), ws.DBPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := db.RegisterRunner(t.Context(), "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		DB: db, RunnerID: r.ID, LogsDir: ws.LogsDir(), MaxParallel: 4, Confine: ws.Confine,
+		KillGrace: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	e := NewEngine(cfg)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testWait)
+		defer cancel()
+		e.Close(ctx)
+		db.Close()
+	})
+	return &testEnv{e: e, db: db, ws: ws, dir: ws.Root}
+}
+
+func (te *testEnv) submit(t *testing.T, spec Spec) Submitted {
+	t.Helper()
+	sub, err := te.e.Submit(t.Context(), spec)
+	if err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	return sub
+}
+
+// waitDone waits until the graph is finished and returns its tasks by id.
+func (te *testEnv) waitDone(t *testing.T, graphID string) map[string]store.TaskRow {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), testWait)
+	defer cancel()
+	snap, ok, err := te.e.Wait(ctx, graphID, nil, UntilDone)
+	if err != nil || !ok {
+		t.Fatalf("graph %s not done within %v: %v", graphID, testWait, err)
+	}
+	if snap.Graph.FinishedAt == nil {
+		t.Errorf("graph finished but finishedAt is not set")
+	}
+	byID := map[string]store.TaskRow{}
+	for _, r := range snap.Tasks {
+		byID[r.ID] = r
+	}
+	return byID
+}
+
+// waitStatus waits until task id of the graph is in state want.
+func (te *testEnv) waitStatus(t *testing.T, graphID, id string, want State) store.TaskRow {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), testWait)
+	defer cancel()
+	for {
+		snap, err := te.e.Snapshot(ctx, graphID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range snap.Tasks {
+			if r.ID == id && State(r.Status) == want {
+				return r
+			}
+		}
+		if _, _, err := te.e.Wait(ctx, graphID, []string{id}, UntilChange); err != nil || ctx.Err() != nil {
+			t.Fatalf("task %s never became %s: %v", id, want, ctx.Err())
+		}
+	}
+}
+
+func tsk(id, cmd string, deps ...string) TaskSpec {
+	return TaskSpec{ID: id, Command: cmd, DependsOn: deps}
+}
+
+func wantState(t *testing.T, tasks map[string]store.TaskRow, id string, state State, code string) {
+	t.Helper()
+	r := tasks[id]
+	gotCode := ""
+	if r.ErrorCode != nil {
+		gotCode = *r.ErrorCode
+	}
+	if State(r.Status) != state || gotCode != code {
+		msg := ""
+		if r.Message != nil {
+			msg = *r.Message
+		}
+		t.Errorf("task %s = %s/%q (%s), want %s/%q", id, r.Status, gotCode, msg, state, code)
+	}
+}
+
+func TestEngine_DiamondRunsInDependencyOrder(t *testing.T) {
+	te := newTestEngine(t)
+	log := filepath.Join(te.dir, "order.txt")
+	app := func(id string) string { return "echo " + id + " >> " + log }
+	sub := te.submit(t, Spec{Name: "diamond", Tasks: []TaskSpec{
+		tsk("d", app("d"), "b", "c"), tsk("b", app("b"), "a"), tsk("c", app("c"), "a"), tsk("a", app("a")),
+	}})
+	if !sub.Created || len(sub.Tasks) != 4 {
+		t.Fatalf("Submit = %+v", sub)
+	}
+	tasks := te.waitDone(t, sub.Graph.ID)
+	for _, id := range []string{"a", "b", "c", "d"} {
+		wantState(t, tasks, id, Succeeded, "")
+		if r := tasks[id]; r.Attempt != 1 || r.ExitCode != nil || r.StartedAt == nil || r.FinishedAt == nil || r.Pid == nil {
+			t.Errorf("task %s = %+v", id, r.TaskState)
+		}
+	}
+	b, _ := os.ReadFile(log)
+	lines := strings.Fields(string(b))
+	pos := map[string]int{}
+	for i, l := range lines {
+		pos[l] = i
+	}
+	if len(lines) != 4 || pos["a"] != 0 || pos["d"] != 3 {
+		t.Errorf("run order = %v, want a first and d last", lines)
+	}
+	if GraphStatus(mapValues(tasks)) != "succeeded" {
+		t.Errorf("graph status = %s", GraphStatus(mapValues(tasks)))
+	}
+}
+
+// overlap returns the most tasks that ran at once, from "start"/"end" lines.
+func overlap(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, most := 0, 0
+	for _, l := range strings.Fields(string(b)) {
+		if l == "start" {
+			cur++
+		} else {
+			cur--
+		}
+		most = max(most, cur)
+	}
+	return most
+}
+
+func TestEngine_ParallelismCaps(t *testing.T) {
+	t.Run("per graph", func(t *testing.T) {
+		te := newTestEngine(t, func(c *Config) { c.MaxParallel = 8 })
+		log := filepath.Join(te.dir, "spans.txt")
+		var ts []TaskSpec
+		for i := 0; i < 6; i++ {
+			ts = append(ts, tsk(fmt.Sprintf("t%d", i), "echo start >> "+log+"; sleep 0.2; echo end >> "+log))
+		}
+		sub := te.submit(t, Spec{Tasks: ts, MaxParallel: 2})
+		te.waitDone(t, sub.Graph.ID)
+		if got := overlap(t, log); got != 2 {
+			t.Errorf("most tasks at once = %d, want 2 (maxParallel)", got)
+		}
+	})
+	t.Run("runner wide", func(t *testing.T) {
+		te := newTestEngine(t, func(c *Config) { c.MaxParallel = 1 })
+		log := filepath.Join(te.dir, "spans.txt")
+		var subs []Submitted
+		for g := 0; g < 2; g++ {
+			subs = append(subs, te.submit(t, Spec{MaxParallel: 4, Tasks: []TaskSpec{
+				tsk("x", "echo start >> "+log+"; sleep 0.1; echo end >> "+log),
+				tsk("y", "echo start >> "+log+"; sleep 0.1; echo end >> "+log),
+			}}))
+		}
+		for _, s := range subs {
+			te.waitDone(t, s.Graph.ID)
+		}
+		if got := overlap(t, log); got != 1 {
+			t.Errorf("most tasks at once = %d, want 1 (--max-parallel)", got)
+		}
+	})
+}
+
+func TestEngine_FailureSkipsDependentsOnly(t *testing.T) {
+	te := newTestEngine(t)
+	sub := te.submit(t, Spec{Tasks: []TaskSpec{
+		tsk("build", "echo compiling; exit 2"), tsk("test", "true", "build"), tsk("deploy", "true", "test"),
+		tsk("lint", "true"),
+	}})
+	tasks := te.waitDone(t, sub.Graph.ID)
+	wantState(t, tasks, "build", Failed, CodeExitNonzero)
+	if r := tasks["build"]; r.ExitCode == nil || *r.ExitCode != 2 {
+		t.Errorf("build exit code = %v, want 2", r.ExitCode)
+	}
+	wantState(t, tasks, "test", Skipped, CodeUpstreamFailed)
+	wantState(t, tasks, "deploy", Skipped, CodeUpstreamFailed)
+	wantState(t, tasks, "lint", Succeeded, "")
+	if m := tasks["test"].Message; m == nil || !strings.Contains(*m, "build") {
+		t.Errorf("skip message = %v, want it to name build", m)
+	}
+	if GraphStatus(mapValues(tasks)) != "failed" {
+		t.Errorf("graph status = %s, want failed", GraphStatus(mapValues(tasks)))
+	}
+	tail, err := TailLog(te.e.LogPath(sub.Graph.ID, "build"), 100)
+	if err != nil || tail.Text != "compiling\n" {
+		t.Errorf("build log = %q, %v", tail.Text, err)
+	}
+}
+
+func TestEngine_FailFast(t *testing.T) {
+	te := newTestEngine(t)
+	sub := te.submit(t, Spec{FailFast: true, MaxParallel: 2, Tasks: []TaskSpec{
+		tsk("slow", "sleep 60"), tsk("bad", "exit 1"), tsk("later", "true", "slow"),
+	}})
+	tasks := te.waitDone(t, sub.Graph.ID)
+	wantState(t, tasks, "bad", Failed, CodeExitNonzero)
+	wantState(t, tasks, "slow", Cancelled, CodeCancelled)
+	if s := tasks["later"].Status; s != string(Skipped) && s != string(Cancelled) {
+		t.Errorf("later = %s, want skipped or cancelled", s)
+	}
+}
+
+func TestEngine_Timeout(t *testing.T) {
+	te := newTestEngine(t)
+	sub := te.submit(t, Spec{Tasks: []TaskSpec{{ID: "hang", Command: "sleep 60", TimeoutSec: 1}, tsk("after", "true", "hang")}})
+	tasks := te.waitDone(t, sub.Graph.ID)
+	wantState(t, tasks, "hang", Failed, CodeTimeout)
+	wantState(t, tasks, "after", Skipped, CodeUpstreamFailed)
+}
+
+func TestEngine_Retries(t *testing.T) {
+	te := newTestEngine(t)
+	marker := filepath.Join(te.dir, "tried")
+	sub := te.submit(t, Spec{Tasks: []TaskSpec{
+		{ID: "flaky", Command: "if [ -f " + marker + " ]; then echo second; else touch " + marker + "; echo first; exit 1; fi", Retries: 2},
+		{ID: "broken", Command: "echo no; exit 3", Retries: 1},
+	}})
+	tasks := te.waitDone(t, sub.Graph.ID)
+	wantState(t, tasks, "flaky", Succeeded, "")
+	if a := tasks["flaky"].Attempt; a != 2 {
+		t.Errorf("flaky attempts = %d, want 2", a)
+	}
+	wantState(t, tasks, "broken", Failed, CodeExitNonzero)
+	if a := tasks["broken"].Attempt; a != 2 {
+		t.Errorf("broken attempts = %d, want 2 (1 + 1 retry)", a)
+	}
+	log, _ := ReadLog(te.e.LogPath(sub.Graph.ID, "flaky"), 0, 1000)
+	if !strings.Contains(log.Text, "first") || !strings.Contains(log.Text, "attempt 2 of 3") || !strings.Contains(log.Text, "second") {
+		t.Errorf("flaky log = %q, want both attempts with a marker", log.Text)
+	}
+}
+
+// A task has no terminal and reads /dev/null: one that reads its input ends at once.
+func TestEngine_StdinIsEmpty(t *testing.T) {
+	te := newTestEngine(t)
+	sub := te.submit(t, Spec{Tasks: []TaskSpec{
+		tsk("cat", "cat; echo done"),
+		tsk("ask", "read -r -p 'Continue? ' answer"),
+		tsk("env", "echo $GIT_TERMINAL_PROMPT $PAGER $EXTRA"),
+		{ID: "override", Command: "echo $PAGER", Env: map[string]string{"PAGER": "less"}},
+	}})
+	tasks := te.waitDone(t, sub.Graph.ID)
+	wantState(t, tasks, "cat", Succeeded, "")
+	wantState(t, tasks, "ask", Failed, CodeExitNonzero) // read fails on end of input
+	if out, _ := ReadLog(te.e.LogPath(sub.Graph.ID, "env"), 0, 100); strings.TrimSpace(out.Text) != "0 cat" {
+		t.Errorf("task env defaults = %q, want \"0 cat\"", out.Text)
+	}
+	if out, _ := ReadLog(te.e.LogPath(sub.Graph.ID, "override"), 0, 100); strings.TrimSpace(out.Text) != "less" {
+		t.Errorf("env override = %q, want less", out.Text)
+	}
+}
+
+func TestEngine_SpawnFailed(t *testing.T) {
+	te := newTestEngine(t)
+	if err := os.Mkdir(filepath.Join(te.dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sub := te.submit(t, Spec{Tasks: []TaskSpec{
+		tsk("rm", "rmdir "+filepath.Join(te.dir, "sub")),
+		{ID: "in-sub", Command: "true", DependsOn: []string{"rm"}, Cwd: "sub"},
+	}})
+	tasks := te.waitDone(t, sub.Graph.ID)
+	wantState(t, tasks, "in-sub", Failed, CodeSpawnFailed)
+}
+
+func TestEngine_CancelKillsProcessGroup(t *testing.T) {
+	te := newTestEngine(t)
+	pidFile := filepath.Join(te.dir, "grandchild.pid")
+	sub := te.submit(t, Spec{Tasks: []TaskSpec{
+		tsk("server", "sleep 1000 & echo $! > "+pidFile+"; wait"),
+		tsk("after", "true", "server"),
+		tsk("other", "sleep 1000"),
+	}, MaxParallel: 1})
+	te.waitStatus(t, sub.Graph.ID, "server", Running)
+	grandchild := waitForPid(t, pidFile)
+
+	res, err := te.e.Cancel(t.Context(), sub.Graph.ID, []string{"server"}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := map[string]string{}
+	for _, r := range res {
+		outcomes[r.ID] = r.Outcome
+	}
+	// "after" is skipped once "server" has actually stopped, not before.
+	if outcomes["server"] != OutcomeCancelling || len(res) != 1 {
+		t.Errorf("Cancel = %+v, want server cancelling", res)
+	}
+	te.waitStatus(t, sub.Graph.ID, "server", Cancelled)
+	waitProcessGone(t, grandchild)
+
+	// Cancelling the rest (the pending "other") and then again is idempotent.
+	if _, err := te.e.Cancel(t.Context(), sub.Graph.ID, nil, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	tasks := te.waitDone(t, sub.Graph.ID)
+	wantState(t, tasks, "server", Cancelled, CodeCancelled)
+	wantState(t, tasks, "after", Skipped, CodeUpstreamCancelled)
+	res, err = te.e.Cancel(t.Context(), sub.Graph.ID, []string{"server", "other"}, time.Second)
+	if err != nil || len(res) != 2 || res[0].Outcome != OutcomeAlreadyTerminal || res[1].Outcome != OutcomeAlreadyTerminal {
+		t.Errorf("second Cancel = %+v, %v; want already_terminal twice", res, err)
+	}
+	if _, err := te.e.Cancel(t.Context(), sub.Graph.ID, []string{"nope"}, 0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Cancel of an unknown task = %v, want ErrNotFound", err)
+	}
+	if _, err := te.e.Cancel(t.Context(), "g-nope", nil, 0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Cancel of an unknown graph = %v, want ErrNotFound", err)
+	}
+}
+
+func TestEngine_Idempotency(t *testing.T) {
+	te := newTestEngine(t)
+	spec := Spec{IdempotencyKey: "build-42", Tasks: []TaskSpec{tsk("a", "true")}}
+	first := te.submit(t, spec)
+	second := te.submit(t, spec)
+	if !first.Created || second.Created || second.Graph.ID != first.Graph.ID {
+		t.Fatalf("second submit = %s created=%v, want %s not created", second.Graph.ID, second.Created, first.Graph.ID)
+	}
+	te.waitDone(t, first.Graph.ID)
+	entries, _ := os.ReadDir(te.ws.LogsDir())
+	if len(entries) != 1 {
+		t.Errorf("log dirs = %d, want 1", len(entries))
+	}
+}
+
+// Close records what it stops truthfully and leaves no process behind.
+func TestEngine_CloseRecordsShutdown(t *testing.T) {
+	te := newTestEngine(t)
+	pidFile := filepath.Join(te.dir, "pid")
+	sub := te.submit(t, Spec{MaxParallel: 1, Tasks: []TaskSpec{
+		tsk("run", "sleep 1000 & echo $! > "+pidFile+"; wait"), tsk("queued", "true"),
+	}})
+	te.waitStatus(t, sub.Graph.ID, "run", Running)
+	grandchild := waitForPid(t, pidFile)
+	ctx, cancel := context.WithTimeout(t.Context(), testWait)
+	defer cancel()
+	if err := te.e.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitProcessGone(t, grandchild)
+	rows, err := te.db.GraphTasks(t.Context(), sub.Graph.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := map[string]store.TaskRow{}
+	for _, r := range rows {
+		tasks[r.ID] = r
+	}
+	wantState(t, tasks, "run", Failed, CodeRunnerShutdown)
+	wantState(t, tasks, "queued", Cancelled, CodeRunnerShutdown)
+	if _, err := te.e.Submit(t.Context(), Spec{Tasks: []TaskSpec{tsk("x", "true")}}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Submit after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestEngine_WaitUntilChange(t *testing.T) {
+	te := newTestEngine(t)
+	gate := filepath.Join(te.dir, "gate")
+	sub := te.submit(t, Spec{Tasks: []TaskSpec{tsk("a", "while [ ! -f "+gate+" ]; do sleep 0.05; done")}})
+	te.waitStatus(t, sub.Graph.ID, "a", Running)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if _, ok, err := te.e.Wait(ctx, sub.Graph.ID, nil, UntilChange); ok || err != nil {
+		t.Fatalf("Wait with nothing changing = %v, %v; want not met", ok, err)
+	}
+	os.WriteFile(gate, nil, 0o600)
+	ctx2, cancel2 := context.WithTimeout(t.Context(), testWait)
+	defer cancel2()
+	snap, ok, err := te.e.Wait(ctx2, sub.Graph.ID, []string{"a"}, UntilChange)
+	if !ok || err != nil || snap.Tasks[0].Status != string(Succeeded) {
+		t.Fatalf("Wait until change = %v, %v, %+v", ok, err, snap.Tasks)
+	}
+	if _, _, err := te.e.Wait(ctx2, sub.Graph.ID, []string{"zzz"}, UntilDone); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Wait on an unknown task = %v, want ErrNotFound", err)
+	}
+}
+
+// A refused graph leaves no row and no file.
+func TestEngine_InvalidGraphStoresNothing(t *testing.T) {
+	te := newTestEngine(t)
+	bad := []Spec{
+		{Tasks: []TaskSpec{tsk("a", "true", "b"), tsk("b", "true", "a")}},
+		{Tasks: []TaskSpec{tsk("a", "true", "nope")}},
+		{Tasks: []TaskSpec{tsk("a", "true"), tsk("a", "true")}},
+		{Tasks: []TaskSpec{tsk("a", "  ")}},
+		{Tasks: []TaskSpec{{ID: "a", Command: "true", Cwd: ".."}}},
+	}
+	for _, spec := range bad {
+		if _, err := te.e.Submit(t.Context(), spec); err == nil {
+			t.Errorf("Submit(%+v) succeeded", spec.Tasks)
+		}
+	}
+	if tasks, _, err := te.db.ListTasks(t.Context(), store.ListFilter{Limit: 10}); err != nil || len(tasks) != 0 {
+		t.Errorf("stored tasks after refusals = %d, %v", len(tasks), err)
+	}
+	if entries, _ := os.ReadDir(te.ws.LogsDir()); len(entries) != 0 {
+		t.Errorf("log dirs after refusals = %d, want 0", len(entries))
+	}
+}
+
+func TestLogs_PagingAndTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.log")
+	var b strings.Builder
+	for i := 0; b.Len() < 3<<20; i++ {
+		b.WriteString("line " + strconv.Itoa(i) + "\n")
+	}
+	content := b.String()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	offset := int64(0)
+	for pages := 0; ; pages++ {
+		s, err := ReadLog(path, offset, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.WriteString(s.Text)
+		if s.Size != int64(len(content)) || s.Offset != offset {
+			t.Fatalf("page %d: %+v", pages, s)
+		}
+		offset = s.NextOffset
+		if s.EOF {
+			break
+		}
+	}
+	if got.String() != content {
+		t.Errorf("paged read differs from the file")
+	}
+	tail, err := TailLog(path, 100)
+	if err != nil || !strings.HasSuffix(content, tail.Text) || len(tail.Text) != 100 || !tail.EOF {
+		t.Errorf("TailLog = %d bytes, eof %v, %v", len(tail.Text), tail.EOF, err)
+	}
+	missing, err := TailLog(filepath.Join(t.TempDir(), "none.log"), 100)
+	if err != nil || missing.Text != "" || !missing.EOF {
+		t.Errorf("TailLog of a missing log = %+v, %v", missing, err)
+	}
+	utf := filepath.Join(t.TempDir(), "utf.log")
+	os.WriteFile(utf, []byte("héllo wörld"), 0o600)
+	if s, _ := TailLog(utf, 4); s.Text != "rld" { // the 4th byte from the end is half of ö
+		t.Errorf("TailLog(4) = %q, want \"rld\" (no half character)", s.Text)
+	}
+}
+
+func waitForPid(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				return pid
+			}
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+func waitProcessGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return
+		}
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	t.Fatalf("process %d still runs", pid)
+}
+
+func mapValues(m map[string]store.TaskRow) []store.TaskRow {
+	out := make([]store.TaskRow, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}

@@ -1,0 +1,198 @@
+package tools
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// bashArgs opens a bash with no rc files and a fixed prompt, so output is predictable.
+func bashArgs(extra map[string]any) map[string]any {
+	a := map[string]any{
+		"command":   "exec bash --norc --noprofile -i",
+		"env":       map[string]any{"PS1": "PROMPT> "},
+		"waitFor":   "PROMPT> $",
+		"timeoutMs": 20000,
+	}
+	for k, v := range extra {
+		a[k] = v
+	}
+	return a
+}
+
+func TestShell_RoundTrip(t *testing.T) {
+	s := newTestServer(t)
+	open := callTool(t, s, "shell_open", bashArgs(map[string]any{"name": "main"}))
+	if open.IsError {
+		t.Fatalf("shell_open: %s", text(open))
+	}
+	res := structured(t, open)
+	if diff := cmp.Diff(requiredFields(t, s, "shell_open"), keys(res)); diff != "" {
+		t.Errorf("shell_open structuredContent fields (-schema +got):\n%s", diff)
+	}
+	id := res["sessionId"].(string)
+	if res["reason"] != "matched" || res["exited"] != false || res["exitCode"] != nil {
+		t.Errorf("shell_open result = %v", res)
+	}
+
+	io := callTool(t, s, "shell_io", map[string]any{
+		"sessionId": id, "input": "echo OUT_$((40+2))", "keys": []string{"Enter"},
+		"waitFor": "(?m)^OUT_42", "timeoutMs": 20000,
+	})
+	if io.IsError {
+		t.Fatalf("shell_io: %s", text(io))
+	}
+	r := structured(t, io)
+	if r["reason"] != "matched" || !strings.Contains(r["output"].(string), "OUT_42") {
+		t.Errorf("shell_io = %v", r)
+	}
+	if r["written"] != float64(len("echo OUT_$((40+2))")+1) {
+		t.Errorf("written = %v, want %d", r["written"], len("echo OUT_$((40+2))")+1)
+	}
+	header := strings.SplitN(text(io), "\n", 2)[0]
+	if !strings.Contains(header, id) || !strings.Contains(header, "matched") || !strings.Contains(header, "running") {
+		t.Errorf("text header = %q, want session, reason and status", header)
+	}
+	if strings.Contains(text(io), "\x1b") {
+		t.Errorf("cleaned text contains an escape byte: %q", text(io))
+	}
+
+	list := structured(t, callTool(t, s, "shell_list", map[string]any{}))
+	sessions := list["sessions"].([]any)
+	if len(sessions) != 1 {
+		t.Fatalf("shell_list = %v, want one session", list)
+	}
+	first := sessions[0].(map[string]any)
+	if first["sessionId"] != id || first["name"] != "main" || first["exitCode"] != nil {
+		t.Errorf("shell_list session = %v", first)
+	}
+
+	closed := callTool(t, s, "shell_close", map[string]any{"sessionId": id})
+	if closed.IsError {
+		t.Fatalf("shell_close: %s", text(closed))
+	}
+	if c := structured(t, closed); c["sessionId"] != id || (c["exitCode"] == nil && c["signal"] == nil) {
+		t.Errorf("shell_close = %v, want an exit status", c)
+	}
+	if again := callTool(t, s, "shell_io", map[string]any{"sessionId": id}); !strings.HasPrefix(text(again), "NOT_FOUND: ") {
+		t.Errorf("shell_io after close = %q, want NOT_FOUND", text(again))
+	}
+}
+
+func TestShell_ExitedSession(t *testing.T) {
+	s := newTestServer(t)
+	open := callTool(t, s, "shell_open", map[string]any{"command": "echo bye; exit 3", "timeoutMs": 20000})
+	r := structured(t, open)
+	if r["exited"] != true || r["exitCode"] != float64(3) || r["reason"] != "exited" || !strings.Contains(r["output"].(string), "bye") {
+		t.Fatalf("shell_open of a program that exits = %v", r)
+	}
+	id := r["sessionId"].(string)
+	res := callTool(t, s, "shell_io", map[string]any{"sessionId": id, "input": "hello\n"})
+	if !res.IsError || !strings.HasPrefix(text(res), "SESSION_EXITED: ") {
+		t.Errorf("input to an exited session = %q, want SESSION_EXITED", text(res))
+	}
+}
+
+func TestShell_TimeoutClampedToMaxWait(t *testing.T) {
+	s := newTestServer(t, func(c *Config) { c.MaxWait = 200 * 1e6 }) // 200ms
+	open := callTool(t, s, "shell_open", map[string]any{"command": "sleep 100", "timeoutMs": 600000})
+	r := structured(t, open)
+	if r["reason"] != "timeout" || open.IsError {
+		t.Fatalf("shell_open = %v", r)
+	}
+	if !strings.Contains(text(open), "--max-wait") {
+		t.Errorf("a clamped wait does not say how to go on: %q", strings.SplitN(text(open), "\n", 2)[0])
+	}
+}
+
+// Bad input is refused with a stable code, and nothing is created: no session, no row, no
+// file, no process.
+func TestShell_BadInput(t *testing.T) {
+	s := newTestServer(t)
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(s.ws.Root, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(outside, "created")
+	touch := "touch " + marker
+	tests := []struct {
+		tool string
+		args map[string]any
+		code string
+		says string
+	}{
+		{"shell_open", map[string]any{"command": touch, "cwd": ".."}, "CWD_OUTSIDE_WORKSPACE", "outside the workspace"},
+		{"shell_open", map[string]any{"command": touch, "cwd": "escape"}, "CWD_OUTSIDE_WORKSPACE", "resolves to"},
+		{"shell_open", map[string]any{"command": touch, "cwd": "no/such/dir"}, "INVALID_ARGUMENT", "does not exist"},
+		{"shell_open", map[string]any{"command": touch, "waitFor": "("}, "INVALID_ARGUMENT", "waitFor"},
+		{"shell_open", map[string]any{"command": touch, "cols": 80}, "INVALID_ARGUMENT", "cols and rows together"},
+		{"shell_open", map[string]any{"command": touch, "cols": 0, "rows": 10}, "INVALID_ARGUMENT", "1..1000"},
+		{"shell_open", map[string]any{"command": touch, "timeoutMs": -1}, "INVALID_ARGUMENT", "timeoutMs"},
+		{"shell_open", map[string]any{"command": touch, "maxBytes": 0}, "INVALID_ARGUMENT", "maxBytes"},
+		{"shell_open", map[string]any{"command": touch, "env": map[string]any{"A=B": "x"}}, "INVALID_ARGUMENT", "env name"},
+		{"shell_open", map[string]any{"command": touch, "timeout": 5}, "INVALID_ARGUMENT", `unknown argument "timeout"`},
+		{"shell_open", map[string]any{"command": 42}, "INVALID_ARGUMENT", "command must be a string"},
+		{"shell_io", map[string]any{}, "INVALID_ARGUMENT", "sessionId is required"},
+		{"shell_io", map[string]any{"sessionId": "s99"}, "NOT_FOUND", "shell_list"},
+		{"shell_io", map[string]any{"sessionId": "s99", "keys": []string{"Enterr"}}, "INVALID_ARGUMENT", "valid keys"},
+		{"shell_io", map[string]any{"sessionId": "s99", "since": -5}, "INVALID_ARGUMENT", "since"},
+		{"shell_close", map[string]any{"sessionId": "s99"}, "NOT_FOUND", "s99"},
+		{"shell_close", map[string]any{"sessionId": "s1", "signal": "SIGFOO"}, "INVALID_ARGUMENT", "SIGHUP"},
+		{"shell_close", map[string]any{"sessionId": "s1", "graceMs": -1}, "INVALID_ARGUMENT", "graceMs"},
+		{"shell_list", map[string]any{"all": true}, "INVALID_ARGUMENT", "unknown argument"},
+	}
+	for _, tt := range tests {
+		res := callTool(t, s, tt.tool, tt.args)
+		got := text(res)
+		if !res.IsError || !strings.HasPrefix(got, tt.code+": ") || !strings.Contains(got, tt.says) {
+			t.Errorf("%s(%v) = %q (isError %v), want %s mentioning %q", tt.tool, tt.args, got, res.IsError, tt.code, tt.says)
+		}
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Errorf("a refused shell_open ran its command")
+	}
+	if n := len(s.shells.List()); n != 0 {
+		t.Errorf("sessions after refused calls = %d, want 0", n)
+	}
+	rows, err := s.db.OpenSessions(t.Context(), s.runner.ID)
+	if err != nil || len(rows) != 0 {
+		t.Errorf("session rows after refused calls = %v, %v; want none", rows, err)
+	}
+}
+
+func TestShell_LimitExceeded(t *testing.T) {
+	s := newTestServer(t, func(c *Config) { c.MaxSessions = 2 })
+	for i := 0; i < 2; i++ {
+		if r := callTool(t, s, "shell_open", map[string]any{"command": "sleep 100", "timeoutMs": 0}); r.IsError {
+			t.Fatalf("open %d: %s", i, text(r))
+		}
+	}
+	res := callTool(t, s, "shell_open", map[string]any{"command": "sleep 100", "timeoutMs": 0})
+	if got := text(res); !res.IsError || !strings.HasPrefix(got, "LIMIT_EXCEEDED: ") || !strings.Contains(got, "s1") {
+		t.Errorf("third open = %q, want LIMIT_EXCEEDED naming s1", got)
+	}
+	if n := len(s.shells.List()); n != 2 {
+		t.Errorf("sessions = %d, want 2", n)
+	}
+}
+
+// The store keeps a row per session (pid, pgid, start time) for a later runner to clean up
+// after a crash; closing the session closes the row.
+func TestShell_SessionRows(t *testing.T) {
+	s := newTestServer(t)
+	r := structured(t, callTool(t, s, "shell_open", map[string]any{"command": "sleep 100", "timeoutMs": 0}))
+	rows, err := s.db.OpenSessions(t.Context(), s.runner.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].ID != r["sessionId"] || float64(rows[0].Pid) != r["pid"] || rows[0].Pgid != rows[0].Pid || !rows[0].Alive() {
+		t.Fatalf("session rows = %+v, want one live row for %v", rows, r)
+	}
+	callTool(t, s, "shell_close", map[string]any{"sessionId": r["sessionId"], "graceMs": 0})
+	if rows, _ := s.db.OpenSessions(t.Context(), s.runner.ID); len(rows) != 0 {
+		t.Errorf("rows after close = %+v, want none open", rows)
+	}
+}
