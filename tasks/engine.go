@@ -403,7 +403,8 @@ func (e *Engine) exitedLocked(g *graph, t *task, ps *os.ProcessState) {
 		name := signalName(ws.Signal())
 		o = outcome{state: Failed, code: CodeSignaled, signal: &name, message: "killed by " + name}
 	case ws.ExitStatus() == 0:
-		o = outcome{state: Succeeded}
+		zero := 0
+		o = outcome{state: Succeeded, exitCode: &zero}
 	default:
 		code := ws.ExitStatus()
 		o = outcome{state: Failed, code: CodeExitNonzero, exitCode: &code, message: fmt.Sprintf("exited with status %d", code)}

@@ -143,7 +143,7 @@ func TestEngine_DiamondRunsInDependencyOrder(t *testing.T) {
 	tasks := te.waitDone(t, sub.Graph.ID)
 	for _, id := range []string{"a", "b", "c", "d"} {
 		wantState(t, tasks, id, Succeeded, "")
-		if r := tasks[id]; r.Attempt != 1 || r.ExitCode != nil || r.StartedAt == nil || r.FinishedAt == nil || r.Pid == nil {
+		if r := tasks[id]; r.Attempt != 1 || r.ExitCode == nil || *r.ExitCode != 0 || r.StartedAt == nil || r.FinishedAt == nil || r.Pid == nil {
 			t.Errorf("task %s = %+v", id, r.TaskState)
 		}
 	}

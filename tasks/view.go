@@ -55,7 +55,8 @@ type Edge struct {
 	From, To string
 }
 
-// View is what tasks_graph shows of a graph.
+// View is what tasks_graph shows of a graph. Nodes, Edges and Order are never nil, so they
+// encode as [] for an empty graph.
 type View struct {
 	Nodes []NodeView // in submitted order
 	Edges []Edge     // by dependent in submitted order, then in its dependsOn order
@@ -139,18 +140,39 @@ func Analyze(nodes []Node) View {
 		}
 	}
 
+	// The per-node lists come out of shared arenas too, sized for the worst case (every
+	// dependency listed), so a large graph costs a handful of allocations, not one per node.
 	views := make([]NodeView, n)
+	depsArena := make([]string, 0, deps)
+	stateArena := make([]DepState, 0, deps)
+	var scratch explainScratch
 	clear(mark) // reused by explain, with the same i+1 stamps
 	for i := range nodes {
 		v := NodeView{
 			ID:         nodes[i].ID,
 			Status:     nodes[i].Status,
 			Depth:      depth[i],
-			DependsOn:  slices.Clone(nodes[i].DependsOn),
 			Dependents: dependents[i],
 		}
+		if ds := nodes[i].DependsOn; ds != nil {
+			at := len(depsArena)
+			depsArena = append(depsArena, ds...)
+			v.DependsOn = depsArena[at:len(depsArena):len(depsArena)]
+		}
 		if v.Status == Pending {
-			v.Reason, v.WaitingOn, v.BlockedBy = explain(nodes, index, i, mark)
+			var list []DepState
+			v.Reason, list = scratch.explain(nodes, index, i, mark)
+			if list != nil {
+				at := len(stateArena)
+				stateArena = append(stateArena, list...)
+				list = stateArena[at:len(stateArena):len(stateArena)]
+			}
+			switch v.Reason {
+			case ReasonWaiting:
+				v.WaitingOn = list
+			case ReasonBlocked:
+				v.BlockedBy = list
+			}
 		}
 		views[i] = v
 	}
@@ -162,10 +184,17 @@ func Analyze(nodes []Node) View {
 	return View{Nodes: views, Edges: edges, Order: ids, Mermaid: mermaidChart(nodes, start, adj)}
 }
 
-// explain says why pending node i has not started. mark is scratch space of len(nodes)
-// that no earlier call stamped with i+1.
-func explain(nodes []Node, index map[string]int32, i int, mark []int32) (reason string, waiting, blocked []DepState) {
-	var unknown []string // usually none: a linear scan is fine
+// explainScratch holds the buffers explain reuses from one node to the next.
+type explainScratch struct {
+	waiting, blocked []DepState
+	unknown          []string
+}
+
+// explain says why pending node i has not started and returns the dependencies that say
+// so (WaitingOn or BlockedBy, by the reason), in a buffer valid until the next call. mark
+// is scratch space of len(nodes) that no earlier call stamped with i+1.
+func (s *explainScratch) explain(nodes []Node, index map[string]int32, i int, mark []int32) (string, []DepState) {
+	s.waiting, s.blocked, s.unknown = s.waiting[:0], s.blocked[:0], s.unknown[:0]
 	for _, dep := range nodes[i].DependsOn {
 		var st State // "" for an id not in the graph
 		if d, ok := index[dep]; ok {
@@ -175,26 +204,26 @@ func explain(nodes []Node, index map[string]int32, i int, mark []int32) (reason 
 			mark[d] = int32(i + 1)
 			st = nodes[d].Status
 		} else {
-			if slices.Contains(unknown, dep) {
+			if slices.Contains(s.unknown, dep) { // usually none: a linear scan is fine
 				continue
 			}
-			unknown = append(unknown, dep)
+			s.unknown = append(s.unknown, dep)
 		}
 		switch st {
 		case Succeeded:
 		case Failed, Cancelled, Skipped:
-			blocked = append(blocked, DepState{ID: dep, Status: st})
+			s.blocked = append(s.blocked, DepState{ID: dep, Status: st})
 		default: // pending, running, missing, or a state this code does not know: not done
-			waiting = append(waiting, DepState{ID: dep, Status: st})
+			s.waiting = append(s.waiting, DepState{ID: dep, Status: st})
 		}
 	}
 	switch {
-	case blocked != nil:
-		return ReasonBlocked, nil, blocked
-	case waiting != nil:
-		return ReasonWaiting, waiting, nil
+	case len(s.blocked) > 0:
+		return ReasonBlocked, s.blocked
+	case len(s.waiting) > 0:
+		return ReasonWaiting, s.waiting
 	}
-	return ReasonReady, nil, nil
+	return ReasonReady, nil
 }
 
 // Bounds of a drawn Mermaid chart. The edge and text bounds are Mermaid's own defaults

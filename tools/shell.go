@@ -369,7 +369,7 @@ func (s *Server) shellClose(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	}
 	out := closeResult{SessionID: res.SessionID, ExitCode: res.ExitCode, Signal: res.Signal, Output: res.Output}
 	header := fmt.Sprintf("%s closed: %s", res.SessionID, exitStatus(true, res.ExitCode, res.Signal))
-	if res.Output != "" {
+	if strings.TrimSpace(res.Output) != "" {
 		header += "; unread output follows"
 	}
 	return mcp.NewToolResultStructured(out, header+"\n"+res.Output), nil

@@ -1,0 +1,289 @@
+package tools
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcp-harness/mcp-harness/store"
+)
+
+func runGraph(t *testing.T, s *Server, args map[string]any) string {
+	t.Helper()
+	res := callTool(t, s, "tasks_run", args)
+	if res.IsError {
+		t.Fatalf("tasks_run: %s", text(res))
+	}
+	return structured(t, res)["graphId"].(string)
+}
+
+func waitGraph(t *testing.T, s *Server, graphID string, extra map[string]any) map[string]any {
+	t.Helper()
+	args := map[string]any{"graphId": graphID, "waitMs": 30000}
+	for k, v := range extra {
+		args[k] = v
+	}
+	res := callTool(t, s, "tasks_status", args)
+	if res.IsError {
+		t.Fatalf("tasks_status: %s", text(res))
+	}
+	st := structured(t, res)
+	if st["status"] == "running" {
+		t.Fatalf("graph still running after the wait: %s", text(res))
+	}
+	return st
+}
+
+func taskByID(t *testing.T, st map[string]any, id string) map[string]any {
+	t.Helper()
+	for _, x := range st["tasks"].([]any) {
+		if m := x.(map[string]any); m["id"] == id {
+			return m
+		}
+	}
+	t.Fatalf("no task %s in %v", id, st["tasks"])
+	return nil
+}
+
+func TestTasks_DiamondAndTools(t *testing.T) {
+	s := newTestServer(t)
+	res := callTool(t, s, "tasks_run", map[string]any{"name": "ci", "tasks": []any{
+		map[string]any{"id": "build", "command": "echo built"},
+		map[string]any{"id": "unit", "command": "echo unit ok", "dependsOn": []string{"build"}},
+		map[string]any{"id": "lint", "command": "echo lint failed >&2; exit 4", "dependsOn": []string{"build"}},
+		map[string]any{"id": "package", "command": "true", "dependsOn": []string{"unit", "lint"}},
+	}})
+	run := structured(t, res)
+	if diff := cmp.Diff(requiredFields(t, s, "tasks_run"), keys(run)); diff != "" {
+		t.Errorf("tasks_run fields (-schema +got):\n%s", diff)
+	}
+	if run["created"] != true || run["name"] != "ci" || len(run["tasks"].([]any)) != 4 {
+		t.Errorf("tasks_run = %v", run)
+	}
+	id := run["graphId"].(string)
+
+	st := waitGraph(t, s, id, nil)
+	if diff := cmp.Diff(requiredFields(t, s, "tasks_status"), keys(st)); diff != "" {
+		t.Errorf("tasks_status fields (-schema +got):\n%s", diff)
+	}
+	if st["status"] != "failed" || st["finishedAt"] == nil || st["artifact"] != nil {
+		t.Errorf("graph = %v", st)
+	}
+	p := st["progress"].(map[string]any)
+	if p["total"] != float64(4) || p["succeeded"] != float64(2) || p["failed"] != float64(1) || p["skipped"] != float64(1) || p["percent"] != float64(100) {
+		t.Errorf("progress = %v", p)
+	}
+	lint := taskByID(t, st, "lint")
+	if lint["errorCode"] != "EXIT_NONZERO" || lint["exitCode"] != float64(4) || lint["log"].(map[string]any)["text"] != "lint failed\n" {
+		t.Errorf("lint = %v", lint)
+	}
+	pkg := taskByID(t, st, "package")
+	if pkg["errorCode"] != "UPSTREAM_FAILED" || !strings.Contains(pkg["message"].(string), "lint") || pkg["startedAt"] != nil || pkg["durationMs"] != nil {
+		t.Errorf("package = %v", pkg)
+	}
+	statusText := text(callTool(t, s, "tasks_status", map[string]any{"graphId": id}))
+	if !strings.Contains(statusText, "2 succeeded, 1 failed") || !strings.Contains(statusText, "--- lint log") {
+		t.Errorf("tasks_status text =\n%s", statusText)
+	}
+
+	graph := structured(t, callTool(t, s, "tasks_graph", map[string]any{"graphId": id}))
+	if diff := cmp.Diff(requiredFields(t, s, "tasks_graph"), keys(graph)); diff != "" {
+		t.Errorf("tasks_graph fields (-schema +got):\n%s", diff)
+	}
+	if len(graph["edges"].([]any)) != 4 || graph["order"].([]any)[0] != "build" || !strings.Contains(graph["mermaid"].(string), "flowchart") {
+		t.Errorf("tasks_graph = %v", graph)
+	}
+
+	list := structured(t, callTool(t, s, "tasks_list", map[string]any{"status": "failed"}))
+	if diff := cmp.Diff(requiredFields(t, s, "tasks_list"), keys(list)); diff != "" {
+		t.Errorf("tasks_list fields (-schema +got):\n%s", diff)
+	}
+	if tl := list["tasks"].([]any); len(tl) != 1 || tl[0].(map[string]any)["id"] != "lint" || list["nextCursor"] != nil {
+		t.Errorf("tasks_list(failed) = %v", list)
+	}
+
+	cancel := structured(t, callTool(t, s, "tasks_cancel", map[string]any{"graphId": id}))
+	if cancel["graphId"] != id || len(cancel["tasks"].([]any)) != 0 {
+		t.Errorf("tasks_cancel of a finished graph = %v, want nothing concerned", cancel)
+	}
+}
+
+func TestTasks_CancelAndGraphReasons(t *testing.T) {
+	s := newTestServer(t)
+	id := runGraph(t, s, map[string]any{"maxParallel": 1, "tasks": []any{
+		map[string]any{"id": "slow", "command": "sleep 600"},
+		map[string]any{"id": "after", "command": "true", "dependsOn": []string{"slow"}},
+		map[string]any{"id": "queued", "command": "true"},
+	}})
+	// Wait until slow runs, so the reasons below are settled.
+	for wait := 0; ; wait = 30000 {
+		st := structured(t, callTool(t, s, "tasks_status", map[string]any{"graphId": id, "taskIds": []string{"slow"}, "waitMs": wait, "until": "change"}))
+		if taskByID(t, st, "slow")["status"] == "running" {
+			break
+		}
+	}
+	graph := structured(t, callTool(t, s, "tasks_graph", map[string]any{"graphId": id}))
+	reasons := map[string]any{}
+	for _, n := range graph["nodes"].([]any) {
+		m := n.(map[string]any)
+		reasons[m["id"].(string)] = m["reason"]
+	}
+	if diff := cmp.Diff(map[string]any{"slow": nil, "after": "waiting", "queued": "ready"}, reasons); diff != "" {
+		t.Errorf("reasons (-want +got):\n%s", diff)
+	}
+
+	res := callTool(t, s, "tasks_cancel", map[string]any{"graphId": id, "graceMs": 0})
+	outcomes := map[string]any{}
+	for _, x := range structured(t, res)["tasks"].([]any) {
+		m := x.(map[string]any)
+		outcomes[m["id"].(string)] = m["outcome"]
+	}
+	if diff := cmp.Diff(map[string]any{"slow": "cancelling", "after": "cancelled", "queued": "cancelled"}, outcomes); diff != "" {
+		t.Errorf("cancel outcomes (-want +got):\n%s", diff)
+	}
+	st := waitGraph(t, s, id, nil)
+	if st["status"] != "cancelled" || taskByID(t, st, "slow")["errorCode"] != "CANCELLED" {
+		t.Errorf("after cancel: %s", text(callTool(t, s, "tasks_status", map[string]any{"graphId": id})))
+	}
+}
+
+func TestTasks_LogPagingAndIdempotency(t *testing.T) {
+	s := newTestServer(t)
+	args := map[string]any{"idempotencyKey": "k1", "tasks": []any{
+		map[string]any{"id": "big", "command": "seq 1 400000"}, // about 2.7 MB
+	}}
+	id := runGraph(t, s, args)
+	again := structured(t, callTool(t, s, "tasks_run", args))
+	if again["graphId"] != id || again["created"] != false {
+		t.Errorf("resubmit with the same key = %v, want graph %s not created", again, id)
+	}
+	waitGraph(t, s, id, nil)
+	var all strings.Builder
+	offset := 0.0
+	for pages := 0; ; pages++ {
+		st := structured(t, callTool(t, s, "tasks_status", map[string]any{"graphId": id, "taskIds": []string{"big"}, "logOffset": offset, "logLimit": 1 << 20}))
+		log := taskByID(t, st, "big")["log"].(map[string]any)
+		all.WriteString(log["text"].(string))
+		offset = log["nextOffset"].(float64)
+		if log["eof"] == true {
+			break
+		}
+		if pages > 10 {
+			t.Fatal("too many pages")
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(all.String()), "\n")
+	if len(lines) != 400000 || lines[0] != "1" || lines[len(lines)-1] != "400000" {
+		t.Errorf("paged log has %d lines (%q..%q), want 1..400000", len(lines), lines[0], lines[len(lines)-1])
+	}
+	tail := taskByID(t, waitGraph(t, s, id, map[string]any{"logTail": 7}), "big")["log"].(map[string]any)
+	if tail["text"] != "400000\n" || tail["eof"] != true {
+		t.Errorf("tail = %v", tail)
+	}
+}
+
+func TestTasks_ListPaging(t *testing.T) {
+	s := newTestServer(t)
+	var ids []string
+	for g := 0; g < 3; g++ {
+		ids = append(ids, runGraph(t, s, map[string]any{"tasks": []any{
+			map[string]any{"id": "a", "command": "true"}, map[string]any{"id": "b", "command": "true"},
+		}}))
+	}
+	var seen []string
+	cursor := ""
+	for pages := 0; pages < 10; pages++ {
+		args := map[string]any{"limit": 4}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		page := structured(t, callTool(t, s, "tasks_list", args))
+		for _, x := range page["tasks"].([]any) {
+			m := x.(map[string]any)
+			seen = append(seen, m["graphId"].(string)+"/"+m["id"].(string))
+		}
+		if page["nextCursor"] == nil {
+			break
+		}
+		cursor = page["nextCursor"].(string)
+	}
+	want := []string{ids[2] + "/a", ids[2] + "/b", ids[1] + "/a", ids[1] + "/b", ids[0] + "/a", ids[0] + "/b"}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("paged list (-want +got):\n%s", diff)
+	}
+}
+
+// Every refusal has a stable code and changes nothing: no row, no log, no process.
+func TestTasks_BadInput(t *testing.T) {
+	s := newTestServer(t, func(c *Config) { c.MaxTasks = 3 })
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(s.ws.Root, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(outside, "ran")
+	cmd := "touch " + marker
+	tk := func(id string, deps ...string) map[string]any {
+		return map[string]any{"id": id, "command": cmd, "dependsOn": deps}
+	}
+	tests := []struct {
+		tool string
+		args map[string]any
+		code string
+		says string
+	}{
+		{"tasks_run", map[string]any{"tasks": []any{tk("build", "test"), tk("test", "build")}}, "CYCLE", "build -> test -> build"},
+		{"tasks_run", map[string]any{"tasks": []any{tk("a", "a")}}, "CYCLE", "a -> a"},
+		{"tasks_run", map[string]any{"tasks": []any{tk("a", "nope")}}, "UNKNOWN_DEPENDENCY", "nope"},
+		{"tasks_run", map[string]any{"tasks": []any{tk("a"), tk("a")}}, "DUPLICATE_TASK_ID", `"a"`},
+		{"tasks_run", map[string]any{"tasks": []any{tk("a"), tk("b"), tk("c"), tk("d")}}, "LIMIT_EXCEEDED", "3"},
+		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "a", "command": "  "}}}, "INVALID_ARGUMENT", "command"},
+		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "bad id", "command": "true"}}}, "INVALID_ARGUMENT", "bad id"},
+		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "a", "command": cmd, "cwd": "escape"}}}, "CWD_OUTSIDE_WORKSPACE", "escape"},
+		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "a", "command": cmd, "cwd": "../x"}}}, "CWD_OUTSIDE_WORKSPACE", "outside"},
+		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "a", "command": cmd, "cwd": "missing"}}}, "INVALID_ARGUMENT", "does not exist"},
+		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "a", "command": cmd, "timeoutSec": -1}}}, "INVALID_ARGUMENT", "timeoutSec"},
+		{"tasks_run", map[string]any{"tasks": []any{}}, "INVALID_ARGUMENT", "task"},
+		{"tasks_run", map[string]any{"tasks": []any{tk("a")}, "maxParallel": -1}, "INVALID_ARGUMENT", "maxParallel"},
+		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "a", "cmd": "true"}}}, "INVALID_ARGUMENT", `unknown argument "cmd"`},
+		{"tasks_status", map[string]any{}, "INVALID_ARGUMENT", "graphId is required"},
+		{"tasks_status", map[string]any{"graphId": "g-nope"}, "NOT_FOUND", "tasks_list"},
+		{"tasks_status", map[string]any{"graphId": "g-nope", "logTail": 70000}, "INVALID_ARGUMENT", "logTail"},
+		{"tasks_status", map[string]any{"graphId": "g-nope", "logOffset": 0}, "INVALID_ARGUMENT", "exactly one"},
+		{"tasks_status", map[string]any{"graphId": "g-nope", "until": "forever"}, "INVALID_ARGUMENT", "until"},
+		{"tasks_list", map[string]any{"status": "done"}, "INVALID_ARGUMENT", "status"},
+		{"tasks_list", map[string]any{"cursor": "garbage"}, "INVALID_ARGUMENT", "cursor"},
+		{"tasks_list", map[string]any{"limit": 5000}, "INVALID_ARGUMENT", "limit"},
+		{"tasks_cancel", map[string]any{"graphId": "g-nope"}, "NOT_FOUND", "g-nope"},
+		{"tasks_cancel", map[string]any{"graphId": "g-nope", "graceMs": -5}, "INVALID_ARGUMENT", "graceMs"},
+		{"tasks_graph", map[string]any{"graphId": "g-nope"}, "NOT_FOUND", "g-nope"},
+		{"tasks_graph", map[string]any{}, "INVALID_ARGUMENT", "graphId"},
+	}
+	for _, tt := range tests {
+		res := callTool(t, s, tt.tool, tt.args)
+		got := text(res)
+		if !res.IsError || !strings.HasPrefix(got, tt.code+": ") || !strings.Contains(got, tt.says) {
+			t.Errorf("%s(%v) = %q, want %s mentioning %q", tt.tool, tt.args, got, tt.code, tt.says)
+		}
+	}
+	if rows, _, err := s.db.ListTasks(t.Context(), store.ListFilter{Limit: 10}); err != nil || len(rows) != 0 {
+		t.Errorf("stored tasks after refusals = %d, %v; want none", len(rows), err)
+	}
+	if entries, _ := os.ReadDir(s.ws.LogsDir()); len(entries) != 0 {
+		t.Errorf("log dirs after refusals = %d, want none", len(entries))
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Errorf("a refused graph ran a command")
+	}
+
+	// Errors for a known graph: unknown task ids.
+	id := runGraph(t, s, map[string]any{"tasks": []any{map[string]any{"id": "a", "command": "true"}}})
+	for _, tool := range []string{"tasks_status", "tasks_cancel"} {
+		res := callTool(t, s, tool, map[string]any{"graphId": id, "taskIds": []string{"zzz"}})
+		if got := text(res); !res.IsError || !strings.HasPrefix(got, "NOT_FOUND: ") || !strings.Contains(got, "zzz") {
+			t.Errorf("%s with an unknown task = %q", tool, got)
+		}
+	}
+}
