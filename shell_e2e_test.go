@@ -248,3 +248,34 @@ func TestE2E_ResizeSeenByStty(t *testing.T) {
 		t.Errorf("stty size after resize = %q, want 17 91", sc["output"])
 	}
 }
+
+// A waiting call that carries a progressToken gets progress notifications while it waits.
+func TestE2E_ProgressWhileWaiting(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	s.initialize()
+	id := structuredOf(t, s.toolCall("shell_open", bashOpen))["sessionId"].(string)
+	var notes []map[string]any
+	resp := s.call("tools/call", map[string]any{
+		"name":      "shell_io",
+		"_meta":     map[string]any{"progressToken": "tok-1"},
+		"arguments": map[string]any{"sessionId": id, "input": "sleep 2.5; echo FINISHED\n", "waitFor": "(?m)^FINISHED", "timeoutMs": 20000},
+	}, func(m map[string]any) { notes = append(notes, m) })
+	if sc := structuredOf(t, resp["result"].(map[string]any)); sc["reason"] != "matched" {
+		t.Fatalf("shell_io = %v", sc)
+	}
+	if len(notes) == 0 {
+		t.Fatalf("no progress notification during a 2.5 s wait")
+	}
+	last := -1.0
+	for _, n := range notes {
+		p, _ := n["params"].(map[string]any)
+		if n["method"] != "notifications/progress" || p["progressToken"] != "tok-1" || !strings.Contains(p["message"].(string), id) {
+			t.Errorf("notification = %v", n)
+		}
+		if v := p["progress"].(float64); v <= last {
+			t.Errorf("progress %v after %v: must increase", v, last)
+		} else {
+			last = v
+		}
+	}
+}

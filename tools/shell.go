@@ -325,7 +325,16 @@ func (s *Server) shellIO(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 			return s.toolError("shell_io", err), nil
 		}
 	}
+	start := time.Now()
+	stop := s.reportProgress(ctx, req, func() string {
+		what := "output to settle"
+		if r.WaitFor != nil {
+			what = "/" + r.WaitFor.String() + "/"
+		}
+		return fmt.Sprintf("%s: waiting for %s, %s so far", a.SessionID, what, time.Since(start).Round(time.Second))
+	})
 	res, err := s.shells.IO(ctx, a.SessionID, input, r)
+	stop()
 	if err != nil {
 		return s.toolError("shell_io", err), nil
 	}

@@ -416,7 +416,9 @@ func (s *Server) tasksStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	met := true
 	if wait > 0 {
 		wctx, cancel := context.WithTimeout(ctx, wait)
+		stop := s.reportProgress(wctx, req, func() string { return s.graphProgress(wctx, a.GraphID) })
 		snap, met, err = s.tasks.Wait(wctx, a.GraphID, a.TaskIDs, until)
+		stop()
 		cancel()
 	} else {
 		snap, err = s.tasks.Snapshot(ctx, a.GraphID)
@@ -794,4 +796,29 @@ func depList(ds []tasks.DepState) string {
 		parts[i] = fmt.Sprintf("%s (%s)", d.ID, d.Status)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// graphProgress says in a line how a graph stands, for progress notifications:
+// "3/10 done; running: build 12s, lint 3s".
+func (s *Server) graphProgress(ctx context.Context, graphID string) string {
+	snap, err := s.tasks.Snapshot(ctx, graphID)
+	if err != nil {
+		return "waiting"
+	}
+	p := progressOf(snap.Tasks)
+	msg := fmt.Sprintf("%d/%d done", p.Total-p.Pending-p.Running, p.Total)
+	if p.Failed > 0 {
+		msg += fmt.Sprintf(" (%d failed)", p.Failed)
+	}
+	var running []string
+	now := time.Now()
+	for _, t := range snap.Tasks {
+		if t.Status == string(tasks.Running) && len(running) < 5 {
+			running = append(running, fmt.Sprintf("%s %s", t.ID, (time.Duration(*duration(t, now))*time.Millisecond).Round(time.Second)))
+		}
+	}
+	if len(running) > 0 {
+		msg += "; running: " + strings.Join(running, ", ")
+	}
+	return msg
 }
