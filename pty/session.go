@@ -252,13 +252,17 @@ func (s *session) changedLocked() <-chan struct{} {
 	return s.changed
 }
 
+func (s *session) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// hasExited reports whether the exit has been published (what callers see as Exited).
 func (s *session) hasExited() bool {
-	select {
-	case <-s.exitDone:
-		return true
-	default:
-		return false
-	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status.exited
 }
 
 // kill sends sig to the program's process group and session (see signalSession), and
@@ -283,6 +287,9 @@ func (s *session) kill(sig syscall.Signal) {
 func (s *session) resize(cols, rows int) error {
 	ws := creackpty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}
 	rc, err := s.master.SyscallConn()
+	if err == nil && s.isClosed() {
+		err = os.ErrClosed
+	}
 	if err != nil {
 		return err
 	}
@@ -293,6 +300,9 @@ func (s *session) resize(cols, rows int) error {
 		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws)))
 	})
 	if err != nil {
+		if s.isClosed() { // closed meanwhile: rawConn errors are not os.ErrClosed
+			return os.ErrClosed
+		}
 		return err
 	}
 	if errno != 0 {

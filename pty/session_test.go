@@ -41,9 +41,13 @@ func TestManager_IO_bashRoundTrip(t *testing.T) {
 func TestManager_Open_defaultShell(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	m := newManager(t, Config{})
-	// HOME without dotfiles keeps the user's bashrc out of the test.
-	o := OpenOptions{Env: map[string]string{"SHELL": "/bin/bash", "HOME": t.TempDir(), "PS1": "PROMPT> "}, Name: "main"}
-	res := mustOpen(t, m, o, ReadOptions{WaitFor: prompt})
+	// HOME without dotfiles keeps the user's bashrc out of the test; the system's may
+	// still set its own prompt.
+	o := OpenOptions{Env: map[string]string{"SHELL": "/bin/bash", "HOME": t.TempDir()}, Name: "main"}
+	res := mustOpen(t, m, o, ReadOptions{WaitFor: regexp.MustCompile(`[$#>] $`)})
+	if res.Reason != ReasonMatched {
+		t.Fatalf("Open() reason %q, want a prompt; output %q", res.Reason, res.Output)
+	}
 	got := mustIO(t, m, res.SessionID, "echo OUT_$((40+2)) $-\n", ReadOptions{WaitFor: regexp.MustCompile(`(?m)^OUT_42 \S*i`)})
 	if got.Reason != ReasonMatched {
 		t.Fatalf("IO() reason %q, want an interactive shell to answer; output %q", got.Reason, got.Output)
@@ -124,7 +128,7 @@ func TestManager_IO_cleanAndRaw(t *testing.T) {
 		t.Errorf("cleaned output %q, want %q", clean.Output, want)
 	}
 	raw := readToExit(t, m, res.SessionID, ReadOptions{Raw: true})
-	want := "a\x1b[31mred\x1b[0m\r\nprog 10%\rprog 100%\r\n\x1b]0;title\x07\x1b[?2004hdone\r\n"
+	want := "a\x1b[31mred\x1b[0m\r\r\nprog 10%\rprog 100%\r\n\x1b]0;title\x07\x1b[?2004hdone\r\n"
 	if raw.Output != want {
 		t.Errorf("raw output %q, want %q", raw.Output, want)
 	}
@@ -316,8 +320,8 @@ func TestManager_IO_exitWhileGrandchildHoldsTerminal(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	m := newManager(t, Config{})
 	// The job must ignore SIGHUP: the kernel hangs up the foreground group when the
-	// session leader exits.
-	res := mustOpen(t, m, OpenOptions{Command: "(trap '' HUP; exec sleep 1000) & echo PID=$!; exit 0"}, ReadOptions{})
+	// session leader exits. It inherits the ignored signal at fork, so there is no race.
+	res := mustOpen(t, m, OpenOptions{Command: "trap '' HUP; sleep 1000 & echo PID=$!; exit 0"}, ReadOptions{})
 	got := readToExit(t, m, res.SessionID, ReadOptions{})
 	pid := parsePid(t, got.Output)
 	if got.ExitCode == nil || *got.ExitCode != 0 {
@@ -648,9 +652,10 @@ func TestManager_Shutdown(t *testing.T) {
 	sh := mustOpen(t, m, bash(t), ReadOptions{WaitFor: prompt})
 	job := mustIO(t, m, sh.SessionID, "(trap '' HUP; exec sleep 1000) & echo PID=$!\n", ReadOptions{WaitFor: pidLine})
 	pids = append(pids, sh.Pid, parsePid(t, job.Output))
+	eventually(t, "the job to run sleep", func() bool { return len(processesIn(sh.Pid, "sleep")) == 1 })
 	stubborn := mustOpen(t, m, OpenOptions{Command: `trap '' HUP; echo ready; while :; do sleep 1; done`}, ReadOptions{WaitFor: regexp.MustCompile(`ready`)})
 	pids = append(pids, stubborn.Pid)
-	exited := mustOpen(t, m, OpenOptions{Command: "(trap '' HUP; exec sleep 1000) & echo PID=$!"}, ReadOptions{WaitFor: pidLine})
+	exited := mustOpen(t, m, OpenOptions{Command: "trap '' HUP; sleep 1000 & echo PID=$!"}, ReadOptions{WaitFor: pidLine})
 	pids = append(pids, exited.Pid, parsePid(t, exited.Output))
 
 	if err := m.Shutdown(t.Context()); err != nil {

@@ -91,7 +91,7 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, input []b
 func (s *session) await(ctx context.Context, start, baseEnd int64, immediate, timedOut bool, ro readOpts, deadline time.Time) (string, *matcher, error) {
 	var mt *matcher
 	if ro.re != nil {
-		mt = &matcher{re: ro.re, from: -1}
+		mt = &matcher{re: ro.re, from: -1, checked: -1}
 	}
 	s.mu.Lock()
 	s.waiters++
@@ -109,24 +109,10 @@ func (s *session) await(ctx context.Context, start, baseEnd int64, immediate, ti
 		end := s.ring.end
 		exited := s.status.exited
 		last := s.lastOutput
-		if mt != nil {
-			mt.load(&s.ring, start)
-		}
 		changed := s.changedLocked()
 		s.mu.Unlock()
 
 		now := time.Now()
-		wake := deadline
-		if mt != nil {
-			mt.feed()
-			ok, retry := mt.match(false)
-			if ok {
-				return ReasonMatched, mt, nil
-			}
-			if !retry.IsZero() && retry.Before(wake) {
-				wake = retry
-			}
-		}
 		settling := ro.idle > 0 && end > baseEnd
 		var reason string
 		switch {
@@ -141,13 +127,22 @@ func (s *session) await(ctx context.Context, start, baseEnd int64, immediate, ti
 		case !now.Before(deadline):
 			reason = ReasonTimeout
 		}
-		if reason != "" {
-			// Matching may have been deferred to spare the CPU; the answer must not be.
-			if mt != nil {
-				if ok, _ := mt.match(true); ok {
-					reason = ReasonMatched
-				}
+		wake := deadline
+		if mt != nil {
+			// Before any other answer the pattern is always checked: matching may be
+			// spaced out to spare the CPU, the answer must not depend on it.
+			due := reason != "" || !now.Before(mt.nextCheck)
+			s.mu.Lock()
+			mt.load(&s.ring, start, due)
+			s.mu.Unlock()
+			if mt.check(due) {
+				return ReasonMatched, mt, nil
 			}
+			if mt.unchecked() && mt.nextCheck.Before(wake) {
+				wake = mt.nextCheck
+			}
+		}
+		if reason != "" {
 			return reason, mt, nil
 		}
 		if settling && last.Add(ro.idle).Before(wake) {
@@ -163,56 +158,62 @@ func (s *session) await(ctx context.Context, start, baseEnd int64, immediate, ti
 	}
 }
 
-// matcher runs WaitFor over the cleaned text from the read's start, cleaning only the
-// bytes that arrived since the last look (the cleaner is incremental), and running the
-// regular expression over the whole text so a match spanning chunks is found. The regexp
-// pass is what costs on a large text, so it is spaced out in proportion to how long the
-// last one took; the final check before any other answer is never skipped.
+// matcher runs WaitFor over the cleaned text from the read's start to the end of the
+// output, which is what the call would return. The cleaner is incremental, so each chunk
+// is cleaned once; the regular expression runs over the whole text, so a match spanning
+// chunks is found. On a large text the regexp pass is what costs, so passes are spaced
+// out in proportion to how long the last one took (keeping them under a fifth of the
+// time), and the check before any other answer is never skipped.
+//
+// When output overflows the ring during the wait, the returned text starts later than
+// the matcher's; the matcher then starts over from the oldest buffered byte at its next
+// pass, so it never matches text the call would not return and its memory stays bounded
+// by the ring.
 type matcher struct {
 	re        *regexp.Regexp
 	c         cleaner
 	from      int64  // raw offset the cleaner started at; -1 before the first load
 	next      int64  // raw offset of the next byte to clean
+	seen      int64  // the end of the output at the last load
 	pending   []byte // raw bytes loaded but not yet cleaned
-	checked   int64  // next at the last regexp run; -1 for none since a reset
+	checked   int64  // next at the last regexp pass; -1 for none since a reset
 	nextCheck time.Time
 }
 
-// load copies the new raw bytes out of the ring (under the session lock); feed cleans
-// them outside it.
-func (mt *matcher) load(r *ring, start int64) {
-	if oldest := max(start, r.start()); mt.from < 0 || mt.next < oldest {
-		// First load, or the ring overflowed past what was cleaned: the text this call
-		// returns now starts later, so start the cleaner again from there.
+// load takes the new output from the ring; the caller holds the session lock. due says
+// whether a regexp pass will follow, which is when an overflowed matcher is rebuilt.
+func (mt *matcher) load(r *ring, start int64, due bool) {
+	mt.seen = r.end
+	oldest := max(start, r.start())
+	switch {
+	case mt.from < 0 || mt.from < oldest && due:
 		mt.c = cleaner{}
 		mt.c.init()
 		mt.from, mt.next, mt.checked = oldest, oldest, -1
+	case mt.from < oldest:
+		return // overflowed: rebuilt at the next pass rather than at every chunk
 	}
 	mt.pending, _ = r.appendFrom(mt.pending[:0], mt.next)
 	mt.next = r.end
 }
 
-func (mt *matcher) feed() {
+// check cleans what load took and, if due, runs the pattern over the text.
+func (mt *matcher) check(due bool) bool {
+	t0 := time.Now()
 	mt.c.write(mt.pending)
 	mt.pending = mt.pending[:0]
-}
-
-// match reports whether the text matches. Unless force is set it may decline to look yet,
-// returning when to look again.
-func (mt *matcher) match(force bool) (bool, time.Time) {
-	if mt.checked == mt.next {
-		return false, time.Time{} // nothing new since the last look
-	}
-	now := time.Now()
-	if !force && now.Before(mt.nextCheck) {
-		return false, mt.nextCheck
+	if !due || mt.checked == mt.next {
+		return false
 	}
 	ok := mt.re.Match(mt.c.bytes())
-	done := time.Now()
 	mt.checked = mt.next
-	mt.nextCheck = done.Add(4 * done.Sub(now)) // regexp work stays under a fifth of the time
-	return ok, time.Time{}
+	t1 := time.Now()
+	mt.nextCheck = t1.Add(4 * t1.Sub(t0))
+	return ok
 }
+
+// unchecked reports whether output arrived that no pass has looked at yet.
+func (mt *matcher) unchecked() bool { return mt.checked != mt.seen }
 
 // lineStart returns the offset in raw of the start of the line holding byte h of
 // Clean(raw), for the "re-read from here" hint.

@@ -94,20 +94,20 @@ func (te *testEnv) waitStatus(t *testing.T, graphID, id string, want State) stor
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), testWait)
 	defer cancel()
-	for {
-		snap, err := te.e.Snapshot(ctx, graphID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range snap.Tasks {
+	var found store.TaskRow
+	_, ok, err := te.e.WaitFor(ctx, graphID, func(s Snapshot) (bool, error) {
+		for _, r := range s.Tasks {
 			if r.ID == id && State(r.Status) == want {
-				return r
+				found = r
+				return true, nil
 			}
 		}
-		if _, _, err := te.e.Wait(ctx, graphID, []string{id}, UntilChange); err != nil || ctx.Err() != nil {
-			t.Fatalf("task %s never became %s: %v", id, want, ctx.Err())
-		}
+		return false, nil
+	})
+	if !ok || err != nil {
+		t.Fatalf("task %s never became %s: %v", id, want, err)
 	}
+	return found
 }
 
 func tsk(id, cmd string, deps ...string) TaskSpec {

@@ -49,48 +49,59 @@ const (
 const foreignPoll = 200 * time.Millisecond
 
 // Wait blocks until the selected tasks of a graph (every task when taskIDs is empty) are
-// all terminal, or, with UntilChange, until any of them changes state, or until ctx ends.
-// It returns the last snapshot it read and whether the condition was met. Unknown task ids
-// are an error.
+// all terminal, or, with UntilChange, until any of them changes state from what it was
+// when Wait was called, or until ctx ends. It returns the last snapshot it read and
+// whether the condition was met. Unknown task ids are an error.
 func (e *Engine) Wait(ctx context.Context, graphID string, taskIDs []string, until Until) (Snapshot, bool, error) {
-	snap, err := e.Snapshot(ctx, graphID)
-	if err != nil {
-		return Snapshot{}, false, err
-	}
-	if err := checkTaskIDs(snap, taskIDs); err != nil {
-		return Snapshot{}, false, err
-	}
-	baseline := fingerprint(snap, taskIDs)
-	met := func(s Snapshot) bool {
-		if until == UntilChange {
-			return fingerprint(s, taskIDs) != baseline
+	baseline := ""
+	return e.WaitFor(ctx, graphID, func(s Snapshot) (bool, error) {
+		if err := checkTaskIDs(s, taskIDs); err != nil {
+			return false, err
 		}
-		return allTerminal(s, taskIDs)
-	}
-	if until != UntilChange && met(snap) {
-		return snap, true, nil
-	}
-	version := snap.Graph.Version
+		if until != UntilChange {
+			return allTerminal(s, taskIDs), nil
+		}
+		if baseline == "" {
+			baseline = fingerprint(s, taskIDs)
+			return false, nil
+		}
+		return fingerprint(s, taskIDs) != baseline, nil
+	})
+}
+
+// WaitFor blocks until cond holds for the graph as stored, checking it on the state at the
+// call and after every change, or until ctx ends. It returns the last snapshot it read and
+// whether cond held; an error from cond ends the wait with that error.
+func (e *Engine) WaitFor(ctx context.Context, graphID string, cond func(Snapshot) (bool, error)) (Snapshot, bool, error) {
 	var poll <-chan time.Time
-	if snap.Graph.RunnerID != e.cfg.RunnerID {
-		t := time.NewTicker(foreignPoll)
-		defer t.Stop()
-		poll = t.C
-	}
+	var snap Snapshot
+	version := int64(-1)
 	for {
 		changed := e.changes.watch(graphID)
 		// Read after taking the channel: a change committed from here on closes it.
 		v, err := e.cfg.DB.GraphVersion(ctx, graphID)
 		if err != nil {
-			return snap, false, nil
+			if version < 0 {
+				if errors.Is(err, store.ErrNotFound) {
+					return Snapshot{}, false, fmt.Errorf("graph %q: %w", graphID, ErrNotFound)
+				}
+				return Snapshot{}, false, err
+			}
+			return snap, false, nil // ctx ended mid-read
 		}
 		if v != version {
 			version = v
 			if snap, err = e.Snapshot(ctx, graphID); err != nil {
 				return snap, false, nil
 			}
-			if met(snap) {
-				return snap, true, nil
+			ok, err := cond(snap)
+			if err != nil || ok {
+				return snap, ok, err
+			}
+			if poll == nil && snap.Graph.RunnerID != e.cfg.RunnerID {
+				t := time.NewTicker(foreignPoll)
+				defer t.Stop()
+				poll = t.C
 			}
 		}
 		select {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Error kinds of a refused graph. Validate wraps them or returns a typed error whose Is
@@ -242,9 +243,10 @@ func checkID(i int, id string) error {
 		if isAlnum(c) || (k > 0 && (c == '.' || c == '_' || c == '-')) {
 			continue
 		}
-		what := fmt.Sprintf("contains %q", c)
+		r, _ := utf8.DecodeRuneInString(id[k:]) // name the character, not its first byte
+		what := fmt.Sprintf("contains %q", r)
 		if k == 0 {
-			what = fmt.Sprintf("starts with %q", c)
+			what = fmt.Sprintf("starts with %q", r)
 		}
 		return fmt.Errorf("%w: tasks[%d]: id %q %s; %s", ErrInvalid, i, id, what, idRule)
 	}

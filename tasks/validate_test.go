@@ -94,7 +94,7 @@ var validateErrorCases = []struct {
 	{name: "IDHasSpace", spec: vSpec(vTask("a"), vTask("b"), vTask("my task")),
 		want: ErrInvalid, msg: []string{"tasks[2]", `"my task" contains ' '`}},
 	{name: "IDHasSlash", spec: vSpec(vTask("a/b")), want: ErrInvalid, msg: []string{"tasks[0]", "contains '/'"}},
-	{name: "IDNonASCII", spec: vSpec(vTask("tâche")), want: ErrInvalid, msg: []string{"tasks[0]", "contains"}},
+	{name: "IDNonASCII", spec: vSpec(vTask("tâche")), want: ErrInvalid, msg: []string{"tasks[0]", `"tâche" contains 'â'`}},
 	{name: "IDTooLong", spec: vSpec(vTask(strings.Repeat("x", 65))),
 		want: ErrInvalid, msg: []string{"tasks[0]", "65 bytes long", "1 to 64"}},
 	{name: "IDDuplicate", spec: vSpec(vTask("build"), vTask("test"), vTask("build")),
@@ -492,11 +492,9 @@ func TestValidate_Cheap(t *testing.T) {
 }
 
 // checkCheap fails t when the function prepare(n) returns, run on a graph of n items,
-// takes over a second for 10,000 items, or allocates per item: one allocation per 100
-// items at most (the map of ids grows by table), the rest being a fixed number of arrays.
-// Timing is only a coarse guard (a linear pass takes milliseconds, even with -race),
-// because ratios of timings on a shared 2-core machine proved too noisy to assert; the
-// benchmarks show the actual figures.
+// allocates per item: one allocation per 100 items at most (the map of ids grows by table),
+// the rest being a fixed number of arrays. Allocation counts are deterministic where
+// timings on a shared machine are not; the benchmarks give the times.
 func checkCheap(t *testing.T, prepare func(n int) func()) {
 	t.Helper()
 	if testing.Short() {
@@ -504,12 +502,6 @@ func checkCheap(t *testing.T, prepare func(n int) func()) {
 	}
 	const small, large = 2500, 10000
 	run := prepare(large)
-	run() // warm up
-	start := time.Now()
-	run()
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("%d items took %v, want a few milliseconds", large, d)
-	}
 	a1, a2 := testing.AllocsPerRun(1, prepare(small)), testing.AllocsPerRun(1, run)
 	if extra := a2 - a1; extra > (large-small)/100 {
 		t.Errorf("%d items cost %.0f allocations, %d cost %.0f: %.0f more, want at most %d",

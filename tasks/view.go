@@ -31,22 +31,24 @@ const (
 type NodeView struct {
 	ID     string
 	Status State
-	// Depth is the length of the longest dependency chain below the task: a task with no
-	// dependencies (in the graph) has depth 0.
+	// Depth is the number of edges on the longest path from a root (a task with no
+	// dependencies in the graph, depth 0) to this task.
 	Depth     int
 	DependsOn []string // as stored, nil when none
 	// Dependents are the tasks that depend on this one, in submitted order; nil when none.
 	Dependents []string
 	// Reason says why a pending task has not started: ReasonBlocked if any dependency
 	// failed, was cancelled or skipped, else ReasonWaiting if any has not succeeded yet,
-	// else ReasonReady. It is "" for every other task: a running task is already past the
-	// question (its status says so), and a finished one will never start again.
+	// else ReasonReady. Only direct dependencies count: a task behind a blocked one is
+	// waiting (and will be skipped in turn). It is "" for every other task: a running task
+	// is already past the question (its status says so), and a finished one will never
+	// start again.
 	Reason string
-	// WaitingOn lists, for a waiting task, its unfinished dependencies in dependsOn order:
-	// pending or running ones, and ids that are not in the graph (with Status "").
+	// WaitingOn lists, for a waiting task only, its unfinished dependencies in dependsOn
+	// order: pending or running ones, and ids that are not in the graph (with Status "").
 	WaitingOn []DepState
-	// BlockedBy lists, for a blocked task, its dependencies that failed, were cancelled or
-	// were skipped, in dependsOn order.
+	// BlockedBy lists, for a blocked task only, its dependencies that failed, were
+	// cancelled or were skipped, in dependsOn order.
 	BlockedBy []DepState
 }
 
@@ -60,12 +62,12 @@ type Edge struct {
 type View struct {
 	Nodes []NodeView // in submitted order
 	Edges []Edge     // by dependent in submitted order, then in its dependsOn order
-	Order []string   // a topological order of the ids, as Validated.Order defines it
+	Order []string   // the ids in a topological order, the one Validate computes
 	// Mermaid is a flowchart of the graph with the states as classes, for clients that
-	// render Markdown. A graph over mermaidMaxNodes tasks or mermaidMaxEdges dependencies,
-	// or whose text would pass mermaidMaxBytes, is not drawn: the chart is then one node
-	// saying so, since Mermaid's default configuration refuses (maxEdges) or truncates
-	// (maxTextSize) anything larger, and an agent gets nothing from a 10,000-box picture.
+	// render Markdown. A graph of over 500 tasks or 500 dependencies, or whose chart would
+	// pass 50,000 bytes, is not drawn: the chart is then one node saying so, since
+	// Mermaid's default configuration refuses (maxEdges) or truncates (maxTextSize)
+	// anything larger, and an agent gets nothing from a 10,000-box picture.
 	Mermaid string
 }
 
@@ -117,8 +119,8 @@ func Analyze(nodes []Node) View {
 		}
 	}
 
-	// Dependents and edges, carved out of one backing array each: capacities are exact, so
-	// no append reallocates, and a caller appending to one list cannot overwrite the next.
+	// Dependents are carved out of one backing array: capacities are exact, so no append
+	// here reallocates, and a caller appending to one list cannot overwrite the next.
 	count := make([]int32, n)
 	for _, d := range adj {
 		count[d]++

@@ -421,8 +421,11 @@ func encodeNodes(nodes []Node) string {
 func decodeNodes(text string) []Node {
 	var nodes []Node
 	for _, line := range strings.Split(text, "\n") {
-		f := append(strings.Split(line, " "), "")
-		n := Node{ID: f[0], Status: State(f[1]), DependsOn: f[2 : len(f)-1]}
+		f := strings.Split(line, " ")
+		for len(f) < 2 {
+			f = append(f, "")
+		}
+		n := Node{ID: f[0], Status: State(f[1]), DependsOn: f[2:]}
 		if n.Status == "-" {
 			n.Status = ""
 		}
