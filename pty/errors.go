@@ -34,6 +34,7 @@ type LimitError struct {
 	Closable []string
 }
 
+// Error says the limit and what to close, so the message alone lets a model recover.
 func (e *LimitError) Error() string {
 	msg := fmt.Sprintf("%s: %d sessions are open", ErrLimit, e.Max)
 	if len(e.Closable) > 0 {
@@ -51,6 +52,7 @@ type UnknownKeyError struct {
 	Name string
 }
 
+// Error names the key and lists the valid ones.
 func (e *UnknownKeyError) Error() string {
 	return fmt.Sprintf("%s %q; valid keys: %s", ErrUnknownKey, e.Name, keySummary)
 }

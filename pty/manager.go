@@ -323,12 +323,15 @@ func (m *Manager) Open(ctx context.Context, o OpenOptions, r ReadOptions) (ReadR
 	res, err := m.exchange(ctx, op, s, nil, ro, true)
 	if err != nil {
 		// The caller never learns the id of a session whose Open failed, so nobody could
-		// close it: take it down now.
+		// close it: take it down now (unless a Shutdown already is).
 		m.mu.Lock()
+		ours := m.sessions[id] == s
 		delete(m.sessions, id)
 		m.mu.Unlock()
-		m.stop(ctx, []*session{s}, syscall.SIGKILL, 0)
-		m.recordClosed(ctx, id)
+		if ours {
+			m.stop(ctx, []*session{s}, syscall.SIGKILL, 0)
+			m.recordClosed(ctx, id)
+		}
 		return ReadResult{}, err
 	}
 	return res, nil

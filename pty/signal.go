@@ -56,10 +56,11 @@ func SignalName(sig syscall.Signal) string {
 }
 
 // ParseSignal reads a signal name as a person writes it: "SIGTERM", "TERM", "term" or a
-// number ("15"). An unknown name is ErrInvalid, with the valid names in the message.
+// number ("15", "SIG40"), so tools can take the names SignalName reports. An unknown name is ErrInvalid, with the valid names in the message.
 func ParseSignal(name string) (syscall.Signal, error) {
 	s := strings.ToUpper(strings.TrimSpace(name))
-	if n, err := strconv.Atoi(s); err == nil {
+	// A number, bare or as SignalName writes the signals it has no name for ("SIG40").
+	if n, err := strconv.Atoi(strings.TrimPrefix(s, "SIG")); err == nil {
 		if n < 1 || n > 64 {
 			return 0, fmt.Errorf("pty.ParseSignal: %w: signal number %d out of range 1..64", ErrInvalid, n)
 		}

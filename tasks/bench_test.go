@@ -131,7 +131,9 @@ func benchShapes() []shape {
 func BenchmarkDAG(b *testing.B) {
 	for _, sh := range benchShapes() {
 		b.Run(sh.name+"/engine", func(b *testing.B) { benchEngine(b, sh) })
-		b.Run(sh.name+"/make", func(b *testing.B) { benchTool(b, "make", sh.makefile(), "Makefile", "-s", "-j", fmt.Sprint(runtime.NumCPU()), "all") })
+		b.Run(sh.name+"/make", func(b *testing.B) {
+			benchTool(b, "make", sh.makefile(), "Makefile", "-s", "-j", fmt.Sprint(runtime.NumCPU()), "all")
+		})
 		b.Run(sh.name+"/ninja", func(b *testing.B) {
 			benchTool(b, "ninja", sh.ninjafile(), "build.ninja", "-j", fmt.Sprint(runtime.NumCPU()), "--quiet")
 		})

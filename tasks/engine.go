@@ -121,6 +121,7 @@ type task struct {
 	cancelReason string // set when a cancel or a shutdown stops the running task
 	cancelCode   string
 	timedOut     bool
+	starting     bool // its slot is taken and its process is being started
 }
 
 // NewEngine starts an engine. Close stops it.
@@ -205,16 +206,15 @@ func (e *Engine) Submit(ctx context.Context, spec Spec) (Submitted, error) {
 	}
 
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.adoptLocked(stored, rows)
 	if e.closed {
 		// Shutdown began while the graph was being stored: record it as never started,
 		// truthfully, rather than leave pending rows no one runs.
-		e.adoptLocked(stored, rows)
 		e.cancelGraphLocked(e.graphs[stored.ID], CodeRunnerShutdown, "the server shut down before the task started")
-		return Submitted{Graph: stored, Tasks: rows, Created: true}, nil
 	}
-	e.adoptLocked(stored, rows)
-	e.scheduleLocked()
+	next := e.scheduleLocked()
+	e.mu.Unlock()
+	e.launchAll(next)
 	return Submitted{Graph: stored, Tasks: rows, Created: true}, nil
 }
 
@@ -268,36 +268,97 @@ func firstBlocker(t *task) *task {
 	return nil
 }
 
-// scheduleLocked starts ready tasks while the graph and runner caps allow, visiting
-// graphs oldest first.
-func (e *Engine) scheduleLocked() {
+// launch is a task picked to start: its slot is taken, and the process is started by
+// start, outside the engine's lock.
+type launch struct {
+	g *graph
+	t *task
+}
+
+// scheduleLocked picks the ready tasks that the graph and runner caps let start, visiting
+// graphs oldest first, and takes their slots. The caller starts them with launchAll once
+// it has released the lock: creating a log file and forking cost a millisecond or more on
+// a slow disk, and must not hold up the exits of other tasks.
+func (e *Engine) scheduleLocked() []launch {
+	var out []launch
+	if e.closed {
+		return nil
+	}
 	for _, g := range e.order {
 		for len(g.ready) > 0 && g.running < g.row.MaxParallel && e.running < e.cfg.MaxParallel {
 			t := g.ready[0]
 			g.ready = g.ready[1:]
-			e.startLocked(g, t)
+			t.row.Attempt++
+			if t.row.StartedAt == nil {
+				now := time.Now().UTC()
+				t.row.StartedAt = &now
+			}
+			t.row.Status = string(Running)
+			t.timedOut, t.cancelReason, t.cancelCode = false, "", ""
+			t.starting = true
+			g.running++
+			e.running++
+			e.waiters.Add(1) // Close waits for the start and the wait that follows
+			out = append(out, launch{g, t})
 		}
 		if e.running >= e.cfg.MaxParallel {
-			return
+			break
 		}
+	}
+	return out
+}
+
+// launchAll starts the picked tasks, and whatever a failed start lets start instead.
+func (e *Engine) launchAll(ls []launch) {
+	for len(ls) > 0 {
+		l := ls[0]
+		ls = append(ls[1:], e.start(l.g, l.t)...)
 	}
 }
 
-// startLocked runs one attempt of t. The log file is handed to the child as its stdout and
-// stderr, so output never passes through this process.
-func (e *Engine) startLocked(g *graph, t *task) {
-	t.row.Attempt++
-	now := time.Now().UTC()
-	if t.row.StartedAt == nil {
-		t.row.StartedAt = &now
+// start runs one attempt of t, whose slot scheduleLocked took. It returns the tasks a
+// failed start lets start instead.
+func (e *Engine) start(g *graph, t *task) []launch {
+	cmd, err := e.spawn(g, t)
+	var ident store.ProcessIdentity
+	if err == nil {
+		ident = store.IdentifyProcess(cmd.Process.Pid)
 	}
-	t.timedOut, t.cancelReason, t.cancelCode = false, "", ""
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t.starting = false
+	if err != nil {
+		g.running--
+		e.running--
+		e.waiters.Done()
+		e.finishLocked(g, t, outcome{state: Failed, code: CodeSpawnFailed, message: err.Error()})
+		return e.scheduleLocked()
+	}
+	pid := cmd.Process.Pid
+	t.cmd = cmd
+	t.row.Pid, t.row.Pgid, t.row.ProcStart = &pid, &pid, &ident.ProcStart
+	t.row.Message = nil
+	e.sendLocked(t)
+	if t.row.TimeoutSec > 0 {
+		attempt := t.row.Attempt
+		t.timer = time.AfterFunc(time.Duration(t.row.TimeoutSec)*time.Second, func() { e.timeout(g, t, attempt) })
+	}
+	if t.cancelCode != "" { // cancelled, or shut down, while it was starting
+		e.terminateLocked(t, e.cfg.KillGrace)
+	}
+	go e.wait(g, t, cmd)
+	return nil
+}
 
+// spawn creates the log and starts the command, touching no engine state. The log file is
+// handed to the child as its stdout and stderr, so output never passes through this
+// process.
+func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
 	logFile, err := os.OpenFile(e.logPath(g.row.ID, t.row.ID), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		e.finishLocked(g, t, outcome{state: Failed, code: CodeSpawnFailed, message: fmt.Sprintf("cannot open the log: %v", err)})
-		return
+		return nil, fmt.Errorf("cannot open the log: %v", err)
 	}
+	defer logFile.Close() // the child has its own copy once started
 	if t.row.Attempt > 1 {
 		fmt.Fprintf(logFile, "\n--- mcp-harness: attempt %d of %d ---\n", t.row.Attempt, t.row.Retries+1)
 	}
@@ -306,41 +367,25 @@ func (e *Engine) startLocked(g *graph, t *task) {
 	cmd.Env = mergeEnv(e.env, t.row.Env)
 	cmd.Stdout, cmd.Stderr = logFile, logFile // *os.File: passed to the child as is
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
-	logFile.Close()
-	if err != nil {
-		e.finishLocked(g, t, outcome{state: Failed, code: CodeSpawnFailed, message: fmt.Sprintf("cannot start: %v", err)})
-		return
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("cannot start: %v", err)
 	}
-	pid := cmd.Process.Pid
-	ident := store.IdentifyProcess(pid)
-	t.cmd = cmd
-	t.row.Status = string(Running)
-	t.row.Pid, t.row.Pgid, t.row.ProcStart = &pid, &pid, &ident.ProcStart
-	t.row.Message = nil
-	g.running++
-	e.running++
-	e.sendLocked(t)
-	if t.row.TimeoutSec > 0 {
-		attempt := t.row.Attempt
-		t.timer = time.AfterFunc(time.Duration(t.row.TimeoutSec)*time.Second, func() { e.timeout(g, t, attempt) })
-	}
-	e.waiters.Add(1)
-	go e.wait(g, t, cmd)
+	return cmd, nil
 }
 
 // wait reaps one attempt. The exit is first observed without reaping, so the process
 // group id cannot be reused while whatever the task left in its group is killed.
 func (e *Engine) wait(g *graph, t *task, cmd *exec.Cmd) {
-	defer e.waiters.Done()
+	defer e.waiters.Done() // taken by scheduleLocked
 	pid := cmd.Process.Pid
 	waitExitNoReap(pid)
 	syscall.Kill(-pid, syscall.SIGKILL)
 	cmd.Wait()
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.exitedLocked(g, t, cmd.ProcessState)
-	e.scheduleLocked()
+	next := e.scheduleLocked()
+	e.mu.Unlock()
+	e.launchAll(next)
 }
 
 func (e *Engine) timeout(g *graph, t *task, attempt int) {
@@ -351,6 +396,19 @@ func (e *Engine) timeout(g *graph, t *task, attempt int) {
 	}
 	t.timedOut = true
 	e.terminateLocked(t, e.cfg.KillGrace)
+}
+
+// stopLocked asks a running task to stop for the given reason: SIGTERM now, SIGKILL after
+// grace. A task still starting is signalled by start once its process exists. The first
+// reason given is the one recorded.
+func (e *Engine) stopLocked(t *task, code, reason string, grace time.Duration) {
+	if t.cancelCode != "" {
+		return
+	}
+	t.cancelCode, t.cancelReason = code, reason
+	if !t.starting {
+		e.terminateLocked(t, grace)
+	}
 }
 
 // terminateLocked sends SIGTERM to a running task's group and SIGKILL after grace.
@@ -534,10 +592,7 @@ func (e *Engine) cancelTaskLocked(g *graph, t *task, code, reason string, grace 
 		}
 		return OutcomeCancelled
 	case Running:
-		if t.cancelCode == "" {
-			t.cancelCode, t.cancelReason = code, reason
-			e.terminateLocked(t, grace)
-		}
+		e.stopLocked(t, code, reason, grace)
 		return OutcomeCancelling
 	}
 	return OutcomeAlreadyTerminal
@@ -643,6 +698,8 @@ func (e *Engine) Cancel(ctx context.Context, graphID string, taskIDs []string, g
 		grace = e.cfg.KillGrace
 	}
 
+	var next []launch
+	defer func() { e.launchAll(next) }() // runs after the unlock below
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	g := e.graphs[graphID]
@@ -702,7 +759,7 @@ func (e *Engine) Cancel(ctx context.Context, graphID string, taskIDs []string, g
 		}
 		out = append(out, CancelResult{ID: t.row.ID, PreviousStatus: before[t], Status: State(t.row.Status), Outcome: o})
 	}
-	e.scheduleLocked()
+	next = e.scheduleLocked()
 	return out, nil
 }
 
@@ -723,8 +780,7 @@ func (e *Engine) Close(ctx context.Context) error {
 			case Pending:
 				e.cancelTaskLocked(g, t, CodeRunnerShutdown, "the server shut down before the task started", 0)
 			case Running:
-				t.cancelCode, t.cancelReason = CodeRunnerShutdown, "the server shut down while the task ran"
-				e.terminateLocked(t, e.cfg.KillGrace)
+				e.stopLocked(t, CodeRunnerShutdown, "the server shut down while the task ran", e.cfg.KillGrace)
 			}
 		}
 	}

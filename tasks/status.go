@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -50,91 +51,114 @@ const foreignPoll = 200 * time.Millisecond
 
 // Wait blocks until the selected tasks of a graph (every task when taskIDs is empty) are
 // all terminal, or, with UntilChange, until any of them changes state from what it was
-// when Wait was called, or until ctx ends. It returns the last snapshot it read and
-// whether the condition was met. Unknown task ids are an error.
+// when Wait was called, or until ctx ends. It returns the graph as it then is and whether
+// the condition was met. Unknown task ids are an error.
+//
+// While it waits it reads only what the condition needs (the graph's head, or the task
+// states), never the whole graph: a waiter on a wide graph must not cost more than the
+// graph's own scheduling.
 func (e *Engine) Wait(ctx context.Context, graphID string, taskIDs []string, until Until) (Snapshot, bool, error) {
-	baseline := ""
-	return e.WaitFor(ctx, graphID, func(s Snapshot) (bool, error) {
-		if err := checkTaskIDs(s, taskIDs); err != nil {
+	briefs, err := e.cfg.DB.TaskBriefs(ctx, graphID)
+	if err != nil {
+		return Snapshot{}, false, err
+	}
+	if len(briefs) == 0 {
+		return Snapshot{}, false, fmt.Errorf("graph %q: %w", graphID, ErrNotFound)
+	}
+	for _, id := range taskIDs {
+		if !slices.ContainsFunc(briefs, func(b store.TaskBrief) bool { return b.ID == id }) {
+			return Snapshot{}, false, fmt.Errorf("graph %s has no task %q: %w", graphID, id, ErrNotFound)
+		}
+	}
+	baseline := fingerprint(briefs, taskIDs)
+	probe := func(h store.GraphHead) (bool, error) {
+		if until != UntilChange && len(taskIDs) == 0 {
+			return h.Finished, nil
+		}
+		briefs, err := e.cfg.DB.TaskBriefs(ctx, graphID)
+		if err != nil {
 			return false, err
 		}
-		if until != UntilChange {
-			return allTerminal(s, taskIDs), nil
+		if until == UntilChange {
+			return fingerprint(briefs, taskIDs) != baseline, nil
 		}
-		if baseline == "" {
-			baseline = fingerprint(s, taskIDs)
-			return false, nil
-		}
-		return fingerprint(s, taskIDs) != baseline, nil
-	})
+		return allTerminal(briefs, taskIDs), nil
+	}
+	met, err := e.waitProbe(ctx, graphID, probe)
+	if err != nil {
+		return Snapshot{}, false, err
+	}
+	// The answer reads the graph even when the wait ran out: the caller reports it.
+	snap, err := e.Snapshot(context.WithoutCancel(ctx), graphID)
+	return snap, met, err
 }
 
 // WaitFor blocks until cond holds for the graph as stored, checking it on the state at the
 // call and after every change, or until ctx ends. It returns the last snapshot it read and
-// whether cond held; an error from cond ends the wait with that error.
+// whether cond held; an error from cond ends the wait with that error. Each check reads
+// the whole graph: Wait is the cheap way to wait on states.
 func (e *Engine) WaitFor(ctx context.Context, graphID string, cond func(Snapshot) (bool, error)) (Snapshot, bool, error) {
-	var poll <-chan time.Time
 	var snap Snapshot
+	met, err := e.waitProbe(ctx, graphID, func(store.GraphHead) (bool, error) {
+		var err error
+		if snap, err = e.Snapshot(ctx, graphID); err != nil {
+			return false, err
+		}
+		return cond(snap)
+	})
+	return snap, met, err
+}
+
+// waitProbe calls probe with the graph's head at the start and after every change of the
+// graph, until it reports true or ctx ends (false, nil). Changes made by this runner wake
+// it at once; a graph that another runner runs is re-read every foreignPoll, since that
+// runner's changes reach this process only through the store.
+func (e *Engine) waitProbe(ctx context.Context, graphID string, probe func(store.GraphHead) (bool, error)) (bool, error) {
+	var poll <-chan time.Time
 	version := int64(-1)
 	for {
 		changed := e.changes.watch(graphID)
 		// Read after taking the channel: a change committed from here on closes it.
-		v, err := e.cfg.DB.GraphVersion(ctx, graphID)
+		h, err := e.cfg.DB.GetGraphHead(ctx, graphID)
 		if err != nil {
-			if version < 0 {
-				if errors.Is(err, store.ErrNotFound) {
-					return Snapshot{}, false, fmt.Errorf("graph %q: %w", graphID, ErrNotFound)
-				}
-				return Snapshot{}, false, err
+			if ctx.Err() != nil {
+				return false, nil
 			}
-			return snap, false, nil // ctx ended mid-read
+			if errors.Is(err, store.ErrNotFound) {
+				return false, fmt.Errorf("graph %q: %w", graphID, ErrNotFound)
+			}
+			return false, err
 		}
-		if v != version {
-			version = v
-			if snap, err = e.Snapshot(ctx, graphID); err != nil {
-				return snap, false, nil
+		if h.Version != version {
+			version = h.Version
+			ok, err := probe(h)
+			if ctx.Err() != nil {
+				return false, nil
 			}
-			ok, err := cond(snap)
 			if err != nil || ok {
-				return snap, ok, err
+				return ok, err
 			}
-			if poll == nil && snap.Graph.RunnerID != e.cfg.RunnerID {
-				t := time.NewTicker(foreignPoll)
-				defer t.Stop()
-				poll = t.C
-			}
+		}
+		if poll == nil && h.RunnerID != e.cfg.RunnerID {
+			t := time.NewTicker(foreignPoll)
+			defer t.Stop()
+			poll = t.C
 		}
 		select {
 		case <-changed:
 		case <-poll:
 		case <-ctx.Done():
-			return snap, false, nil
+			return false, nil
 		}
 	}
-}
-
-func checkTaskIDs(s Snapshot, ids []string) error {
-	for _, id := range ids {
-		found := false
-		for _, t := range s.Tasks {
-			if t.ID == id {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return fmt.Errorf("graph %s has no task %q: %w", s.Graph.ID, id, ErrNotFound)
-		}
-	}
-	return nil
 }
 
 func selected(ids []string, id string) bool {
 	return len(ids) == 0 || contains(ids, id)
 }
 
-func allTerminal(s Snapshot, ids []string) bool {
-	for _, t := range s.Tasks {
+func allTerminal(briefs []store.TaskBrief, ids []string) bool {
+	for _, t := range briefs {
 		if selected(ids, t.ID) && !State(t.Status).Terminal() {
 			return false
 		}
@@ -143,9 +167,9 @@ func allTerminal(s Snapshot, ids []string) bool {
 }
 
 // fingerprint sums up the selected tasks' states, attempts included.
-func fingerprint(s Snapshot, ids []string) string {
-	b := make([]byte, 0, 16*len(s.Tasks))
-	for _, t := range s.Tasks {
+func fingerprint(briefs []store.TaskBrief, ids []string) string {
+	b := make([]byte, 0, 16*len(briefs))
+	for _, t := range briefs {
 		if selected(ids, t.ID) {
 			b = append(b, t.ID...)
 			b = append(b, ':')

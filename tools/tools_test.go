@@ -25,7 +25,7 @@ func newTestServer(t *testing.T, mutate ...func(*Config)) *Server {
 	t.Helper()
 	cfg := Config{
 		Workspace: t.TempDir(),
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:    discardLogger(),
 		MaxWait:   30 * time.Second,
 	}
 	for _, m := range mutate {
@@ -36,10 +36,7 @@ func newTestServer(t *testing.T, mutate ...func(*Config)) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		// t.Context() is already cancelled when cleanups run.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Close(ctx); err != nil {
+		if err := closeServer(s); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
@@ -48,7 +45,7 @@ func newTestServer(t *testing.T, mutate ...func(*Config)) *Server {
 
 // callTool sends one tools/call through the MCP server's JSON-RPC handling, as a client's
 // message would arrive, and returns the tool result.
-func callTool(t *testing.T, s *Server, name string, args any) *mcp.CallToolResult {
+func callTool(t testing.TB, s *Server, name string, args any) *mcp.CallToolResult {
 	t.Helper()
 	req, err := json.Marshal(map[string]any{
 		"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -86,7 +83,7 @@ func text(r *mcp.CallToolResult) string {
 }
 
 // structured returns the result's structuredContent as a JSON object.
-func structured(t *testing.T, r *mcp.CallToolResult) map[string]any {
+func structured(t testing.TB, r *mcp.CallToolResult) map[string]any {
 	t.Helper()
 	b, err := json.Marshal(r.StructuredContent)
 	if err != nil {
@@ -174,4 +171,13 @@ func keys(m map[string]any) []string {
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// closeServer closes a server in a cleanup, where t.Context() is already cancelled.
+func closeServer(s *Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.Close(ctx)
 }
