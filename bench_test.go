@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,4 +91,116 @@ func median(ds []time.Duration) float64 {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return float64(s[len(s)/2].Microseconds()) / 1000
+}
+
+// BenchmarkShellRoundTrip types `echo` into a bash session through the built binary over
+// stdio and waits for the echoed value (shell_io with waitFor): what an agent's every
+// interactive step costs, shell included. Reported as the median (ms-median) besides ns/op.
+//
+//	go test -run '^$' -bench ShellRoundTrip -benchtime 200x .
+func BenchmarkShellRoundTrip(b *testing.B) {
+	cmd := exec.Command(binPath, "stdio", "--workspace", b.TempDir(), "--log-level", "warn")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	out := bufio.NewReaderSize(stdout, 1<<20)
+	id := 0
+	call := func(method, params string) string {
+		id++
+		fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)
+		want := fmt.Sprintf(`"id":%d,`, id)
+		for {
+			line, err := out.ReadString('\n')
+			if err != nil {
+				b.Fatal(err)
+			}
+			if strings.Contains(line, want) {
+				return line
+			}
+		}
+	}
+	call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	open := call("tools/call", `{"name":"shell_open","arguments":{"command":"exec bash --norc --noprofile -i","env":{"PS1":"$ "},"waitFor":"\\$ $"}}`)
+	if !strings.Contains(open, `"sessionId":"s1"`) {
+		b.Fatalf("shell_open: %s", open)
+	}
+	var times []time.Duration
+	n := 0
+	for b.Loop() {
+		n++
+		t0 := time.Now()
+		line := call("tools/call", fmt.Sprintf(`{"name":"shell_io","arguments":{"sessionId":"s1","input":"echo R$((%d+1))\n","waitFor":"(?m)^R%d\\r?$"}}`, n, n+1))
+		times = append(times, time.Since(t0))
+		if !strings.Contains(line, `"reason":"matched"`) {
+			b.Fatalf("round trip %d: %s", n, line)
+		}
+	}
+	b.ReportMetric(median(times), "ms-median")
+}
+
+// BenchmarkShellBulkOutput runs `head -c 200M | tr` in a session of the built server while
+// nobody reads, until the program exits, and reports the server's peak RSS (VmHWM) before
+// and after: the ring buffer (4 MiB) bounds what the output costs.
+//
+//	go test -run '^$' -bench ShellBulkOutput -benchtime 1x .
+func BenchmarkShellBulkOutput(b *testing.B) {
+	const n = 200_000_000
+	for b.Loop() {
+		cmd := exec.Command(binPath, "stdio", "--workspace", b.TempDir(), "--log-level", "warn")
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		out := bufio.NewReaderSize(stdout, 1<<20)
+		id := 0
+		call := func(method, params string) string {
+			id++
+			fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)
+			want := fmt.Sprintf(`"id":%d,`, id)
+			for {
+				line, err := out.ReadString('\n')
+				if err != nil {
+					b.Fatal(err)
+				}
+				if strings.Contains(line, want) {
+					return line
+				}
+			}
+		}
+		call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
+		before := peakRSS(b, cmd.Process.Pid)
+		t0 := time.Now()
+		call("tools/call", fmt.Sprintf(`{"name":"shell_open","arguments":{"command":"head -c %d /dev/zero | tr '\\\\0' x","timeoutMs":0}}`, n))
+		for !strings.Contains(call("tools/call", `{"name":"shell_list","arguments":{}}`), `"exited":true`) {
+			time.Sleep(20 * time.Millisecond) // a benchmark's poll: no tool call reads the output
+		}
+		elapsed := time.Since(t0)
+		after := peakRSS(b, cmd.Process.Pid)
+		stdin.Close()
+		cmd.Wait()
+		b.ReportMetric(float64(n)/elapsed.Seconds()/1e6, "MB/s")
+		b.ReportMetric(float64(before)/1024, "peak-MiB-before")
+		b.ReportMetric(float64(after)/1024, "peak-MiB-after")
+	}
+}
+
+// peakRSS reads a process's peak resident set size in KiB.
+func peakRSS(b *testing.B, pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.Atoi(f[1])
+			return kb
+		}
+	}
+	b.Fatal("no VmHWM")
+	return 0
 }
