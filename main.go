@@ -44,7 +44,7 @@ func newRootCmd() *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	root.AddCommand(newStdioCmd(), newVersionCmd())
+	root.AddCommand(newStdioCmd(), newVersionCmd(), newTasksCmd())
 	return root
 }
 
@@ -93,6 +93,7 @@ func newStdioCmd() *cobra.Command {
 	f.IntVar(&cfg.MaxParallel, "max-parallel", runtime.NumCPU(), "the most tasks running at once, over all graphs")
 	f.IntVar(&cfg.MaxTasks, "max-tasks", 10000, "the most tasks in one graph")
 	f.Var(&buffer, "shell-buffer", "output kept per PTY session (B, KiB or MiB suffix)")
+	f.BoolVar(&cfg.MCPTasks, "mcp-tasks", false, "also speak the MCP Tasks extension (io.modelcontextprotocol/tasks) for tasks_run")
 	return cmd
 }
 

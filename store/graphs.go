@@ -433,3 +433,80 @@ func (db *DB) TaskBriefs(ctx context.Context, graphID string) ([]TaskBrief, erro
 	}
 	return out, rows.Err()
 }
+
+// RequestCancel records a cancel request on the named tasks of a graph (every unfinished
+// one when ids is empty) for the runner that owns it to carry out. It returns the ids it
+// marked; finished tasks are left alone.
+func (db *DB) RequestCancel(ctx context.Context, graphID string, ids []string, grace time.Duration) ([]string, error) {
+	var marked []string
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		marked = marked[:0]
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM tasks WHERE graph_id = ? AND status IN ('pending', 'running') ORDER BY seq`, graphID)
+		if err != nil {
+			return err
+		}
+		var open []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			open = append(open, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		want := map[string]bool{}
+		for _, id := range ids {
+			want[id] = true
+		}
+		now := millis(time.Now())
+		for _, id := range open {
+			if len(ids) > 0 && !want[id] {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET cancel_requested_at = COALESCE(cancel_requested_at, ?), cancel_grace_ms = ?
+				WHERE graph_id = ? AND id = ?`, now, grace.Milliseconds(), graphID, id); err != nil {
+				return err
+			}
+			marked = append(marked, id)
+		}
+		if len(marked) > 0 {
+			_, err = tx.ExecContext(ctx, `UPDATE graphs SET version = version + 1 WHERE id = ?`, graphID)
+		}
+		return err
+	})
+	return marked, err
+}
+
+// CancelRequest is a cancel asked for on a task of a graph a runner owns.
+type CancelRequest struct {
+	GraphID string
+	TaskID  string
+	Grace   time.Duration
+}
+
+// CancelRequests lists the open cancel requests on unfinished tasks of a runner's graphs.
+func (db *DB) CancelRequests(ctx context.Context, runnerID string) ([]CancelRequest, error) {
+	rows, err := db.sql.QueryContext(ctx, `SELECT t.graph_id, t.id, COALESCE(t.cancel_grace_ms, 0) FROM tasks t
+		JOIN graphs g ON g.id = t.graph_id
+		WHERE g.runner_id = ? AND g.finished_at IS NULL AND t.cancel_requested_at IS NOT NULL
+		AND t.status IN ('pending', 'running') ORDER BY t.graph_id, t.seq`, runnerID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []CancelRequest
+	for rows.Next() {
+		var r CancelRequest
+		var graceMs int64
+		if err := rows.Scan(&r.GraphID, &r.TaskID, &graceMs); err != nil {
+			return nil, err
+		}
+		r.Grace = time.Duration(graceMs) * time.Millisecond
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

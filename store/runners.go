@@ -129,3 +129,9 @@ func scanRunners(rows *sql.Rows) ([]Runner, error) {
 	}
 	return out, rows.Err()
 }
+
+// Live reports whether the runner still serves its workspace: not stopped, its lease not
+// expired, and its process still the same process. Any one failing means it is gone.
+func (r Runner) Live(now time.Time) bool {
+	return r.StoppedAt == nil && now.Before(r.LeaseExpiresAt) && r.Alive()
+}

@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -95,6 +96,8 @@ type Engine struct {
 
 	writes   chan []store.TaskUpdate
 	changes  *notifier
+	stopBG   context.CancelFunc
+	bg       sync.WaitGroup // watchLoop
 	waiters  sync.WaitGroup // one per running process
 	inflight sync.WaitGroup // Submits past their closed check
 	writer   sync.WaitGroup
@@ -148,6 +151,9 @@ func NewEngine(cfg Config) *Engine {
 	}
 	e.writer.Add(1)
 	go e.writeLoop()
+	bg, stop := context.WithCancel(context.Background())
+	e.stopBG = stop
+	e.bg.Go(func() { e.watchLoop(bg) })
 	return e
 }
 
@@ -698,32 +704,39 @@ func (e *Engine) Cancel(ctx context.Context, graphID string, taskIDs []string, g
 		grace = e.cfg.KillGrace
 	}
 
+	e.mu.Lock()
+	_, local := e.graphs[graphID]
+	e.mu.Unlock()
+	if local {
+		return e.cancelLocal(ctx, graphID, taskIDs, grace, "cancelled by request")
+	}
+	unfinished := slices.ContainsFunc(rows, func(r store.TaskRow) bool { return !State(r.Status).Terminal() })
+	if unfinished {
+		// Another runner's graph: it alone changes its tasks, so ask it through the store.
+		return RequestCancel(ctx, e.cfg.DB, graphID, taskIDs, grace)
+	}
+	var out []CancelResult
+	for _, r := range rows {
+		if len(taskIDs) > 0 && contains(taskIDs, r.ID) {
+			out = append(out, CancelResult{ID: r.ID, PreviousStatus: State(r.Status), Status: State(r.Status), Outcome: OutcomeAlreadyTerminal})
+		}
+	}
+	return out, nil
+}
+
+// cancelLocal cancels tasks of a graph this runner runs.
+func (e *Engine) cancelLocal(ctx context.Context, graphID string, taskIDs []string, grace time.Duration, reason string) ([]CancelResult, error) {
 	var next []launch
 	defer func() { e.launchAll(next) }() // runs after the unlock below
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	g := e.graphs[graphID]
-	if g == nil {
-		owner := ""
-		if gr, err := e.cfg.DB.GetGraph(ctx, graphID); err == nil {
-			owner = gr.RunnerID
+	if g == nil { // finished meanwhile
+		snap, err := LoadSnapshot(ctx, e.cfg.DB, graphID)
+		if err != nil {
+			return nil, err
 		}
-		// Finished (or not run by this runner): report the stored states.
-		var out []CancelResult
-		for _, r := range rows {
-			if len(taskIDs) == 0 && State(r.Status).Terminal() {
-				continue
-			}
-			if len(taskIDs) > 0 && !contains(taskIDs, r.ID) {
-				continue
-			}
-			outcome := OutcomeAlreadyTerminal
-			if !State(r.Status).Terminal() {
-				return nil, fmt.Errorf("graph %s is run by another server process (runner %s); cancelling it from here is not supported yet", graphID, owner)
-			}
-			out = append(out, CancelResult{ID: r.ID, PreviousStatus: State(r.Status), Status: State(r.Status), Outcome: outcome})
-		}
-		return out, nil
+		return cancelOutcomes(snap, snap, taskIDs, nil), nil
 	}
 	before := map[*task]State{}
 	for _, t := range g.tasks {
@@ -738,13 +751,15 @@ func (e *Engine) Cancel(ctx context.Context, graphID string, taskIDs []string, g
 		}
 	} else {
 		for _, id := range taskIDs {
-			selected[g.byID[id]] = true
+			if t := g.byID[id]; t != nil {
+				selected[t] = true
+			}
 		}
 	}
 	outcomes := map[*task]string{}
 	for _, t := range g.tasks { // submitted order: deterministic results
 		if selected[t] {
-			outcomes[t] = e.cancelTaskLocked(g, t, CodeCancelled, "cancelled by request", grace)
+			outcomes[t] = e.cancelTaskLocked(g, t, CodeCancelled, reason, grace)
 		}
 	}
 	var out []CancelResult
@@ -774,6 +789,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		return nil
 	}
 	e.closed = true
+	e.stopBG()
 	for _, g := range append([]*graph(nil), e.order...) {
 		for _, t := range g.tasks {
 			switch State(t.row.Status) {
@@ -802,6 +818,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		e.mu.Unlock()
 		<-done
 	}
+	e.bg.Wait()
 	close(e.writes)
 	e.writer.Wait()
 	e.changes.closeAll()
@@ -809,11 +826,16 @@ func (e *Engine) Close(ctx context.Context) error {
 }
 
 func (e *Engine) logPath(graphID, taskID string) string {
-	return filepath.Join(e.cfg.LogsDir, graphID, taskID+".log")
+	return LogPath(e.cfg.LogsDir, graphID, taskID)
 }
 
 // LogPath is where a task's log is written.
 func (e *Engine) LogPath(graphID, taskID string) string { return e.logPath(graphID, taskID) }
+
+// LogPath is where a task's log is written, under a workspace's logs directory.
+func LogPath(logsDir, graphID, taskID string) string {
+	return filepath.Join(logsDir, graphID, taskID+".log")
+}
 
 // mergeEnv returns base with the variables of over set, replacing any of the same name.
 func mergeEnv(base []string, over map[string]string) []string {

@@ -532,3 +532,54 @@ func mapValues(m map[string]store.TaskRow) []store.TaskRow {
 	}
 	return out
 }
+
+// A cancel from another process goes through the store; the owning runner carries it out.
+func TestEngine_CancelFromAnotherRunner(t *testing.T) {
+	owner := newTestEngine(t)
+	r2, err := owner.db.RegisterRunner(t.Context(), "second", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := NewEngine(Config{DB: owner.db, RunnerID: r2.ID, LogsDir: owner.ws.LogsDir(), Confine: owner.ws.Confine,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { other.Close(context.Background()) })
+
+	pidFile := filepath.Join(owner.dir, "pid")
+	sub := owner.submit(t, Spec{MaxParallel: 1, Tasks: []TaskSpec{
+		tsk("run", "sleep 1000 & echo $! > "+pidFile+"; wait"), tsk("queued", "true"), tsk("after", "true", "queued"),
+	}})
+	owner.waitStatus(t, sub.Graph.ID, "run", Running)
+	grandchild := waitForPid(t, pidFile)
+
+	res, err := other.Cancel(t.Context(), sub.Graph.ID, nil, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range res {
+		got[r.ID] = r.Outcome
+	}
+	// The running task may already be stopped and recorded by the time the answer is read.
+	if (got["run"] != OutcomeCancelling && got["run"] != OutcomeCancelled) || got["queued"] != OutcomeCancelled ||
+		(got["after"] != OutcomeSkipped && got["after"] != OutcomeCancelled) || len(got) != 3 {
+		t.Errorf("cross-runner Cancel = %v, want run cancelling or cancelled, queued cancelled, after skipped or cancelled", got)
+	}
+	tasks := owner.waitDone(t, sub.Graph.ID)
+	wantState(t, tasks, "run", Cancelled, CodeCancelled)
+	wantState(t, tasks, "queued", Cancelled, CodeCancelled)
+	waitProcessGone(t, grandchild)
+
+	// A graph whose runner is gone cannot be cancelled through it.
+	dead, err := owner.db.RegisterRunner(t.Context(), "dead", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner.db.StopRunner(t.Context(), dead.ID)
+	orphan := store.GraphRow{ID: store.NewID("g-"), RunnerID: dead.ID, MaxParallel: 1, CreatedAt: time.Now()}
+	if _, _, err := owner.db.InsertGraph(t.Context(), orphan, []store.TaskRow{{ID: "x", Command: "true", Cwd: owner.dir, TaskState: store.TaskState{Status: "pending"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Cancel(t.Context(), orphan.ID, nil, time.Second); !errors.Is(err, ErrOwnerGone) {
+		t.Errorf("Cancel of a dead runner's graph = %v, want ErrOwnerGone", err)
+	}
+}

@@ -19,14 +19,19 @@ type Snapshot struct {
 
 // Snapshot reads a graph from the store: the truth whichever runner runs it.
 func (e *Engine) Snapshot(ctx context.Context, graphID string) (Snapshot, error) {
+	return LoadSnapshot(ctx, e.cfg.DB, graphID)
+}
+
+// LoadSnapshot reads a graph and its tasks from a workspace's store, for any process.
+func LoadSnapshot(ctx context.Context, db *store.DB, graphID string) (Snapshot, error) {
 	// Tasks first, then the graph: the transaction that makes the last task terminal also
 	// sets the graph's finishedAt, so this order never shows finished tasks in an
 	// unfinished graph.
-	tasks, err := e.cfg.DB.GraphTasks(ctx, graphID)
+	tasks, err := db.GraphTasks(ctx, graphID)
 	if err != nil {
 		return Snapshot{}, err
 	}
-	g, err := e.cfg.DB.GetGraph(ctx, graphID)
+	g, err := db.GetGraph(ctx, graphID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return Snapshot{}, fmt.Errorf("graph %q: %w", graphID, ErrNotFound)
@@ -214,7 +219,12 @@ type Page struct {
 
 // List reads a page of every task in the workspace, whichever runner ran it.
 func (e *Engine) List(ctx context.Context, f store.ListFilter) (Page, error) {
-	ts, next, err := e.cfg.DB.ListTasks(ctx, f)
+	return ListPage(ctx, e.cfg.DB, f)
+}
+
+// ListPage reads a page of every task in a workspace's store, for any process.
+func ListPage(ctx context.Context, db *store.DB, f store.ListFilter) (Page, error) {
+	ts, next, err := db.ListTasks(ctx, f)
 	if err != nil {
 		if errors.Is(err, store.ErrBadCursor) {
 			return Page{}, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -228,7 +238,7 @@ func (e *Engine) List(ctx context.Context, f store.ListFilter) (Page, error) {
 			continue
 		}
 		seen[t.GraphID] = true
-		snap, err := e.Snapshot(ctx, t.GraphID)
+		snap, err := LoadSnapshot(ctx, db, t.GraphID)
 		if err != nil {
 			return Page{}, err
 		}

@@ -34,6 +34,7 @@ type Config struct {
 	MaxSessions  int
 	MaxParallel  int // runner-wide cap on running tasks; 0 = the CPU count
 	MaxTasks     int // tasks per graph; 0 = tasks.DefaultMaxTasks
+	MCPTasks     bool // serve the MCP Tasks extension facade (see facade.go)
 	ShellBuffer  int
 	Version      string
 	Logger       *slog.Logger
