@@ -32,8 +32,8 @@ type Config struct {
 	ArtifactsDir string
 	MaxWait      time.Duration // no call waits longer; longer timeoutMs/waitMs are clamped
 	MaxSessions  int
-	MaxParallel  int // runner-wide cap on running tasks; 0 = the CPU count
-	MaxTasks     int // tasks per graph; 0 = tasks.DefaultMaxTasks
+	MaxParallel  int  // runner-wide cap on running tasks; 0 = the CPU count
+	MaxTasks     int  // tasks per graph; 0 = tasks.DefaultMaxTasks
 	MCPTasks     bool // serve the MCP Tasks extension facade (see facade.go)
 	ShellBuffer  int
 	Version      string
