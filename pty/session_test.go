@@ -399,7 +399,9 @@ func TestManager_Close_output(t *testing.T) {
 	if cr.SessionID != res.SessionID || cr.Signal == nil || *cr.Signal != "SIGTERM" || cr.ExitCode != nil {
 		t.Errorf("Close() = id %q signal %v code %v, want %s, SIGTERM, nil", cr.SessionID, cr.Signal, cr.ExitCode, res.SessionID)
 	}
-	if strings.HasPrefix(cr.Output, "1\n") || !strings.HasSuffix(cr.Output, "49999\n50000\n") || !strings.Contains(cr.Output, "bytes omitted") || len(cr.Output) > DefaultMaxBytes+100 {
+	// The unread part starts wherever Open's read stopped, possibly inside a line, but
+	// never at the start of the output, which Open returned.
+	if strings.HasPrefix(cr.Output, "1\n2\n") || !strings.HasSuffix(cr.Output, "49999\n50000\n") || !strings.Contains(cr.Output, "bytes omitted") || len(cr.Output) > DefaultMaxBytes+100 {
 		t.Errorf("Close() output (%d bytes) is not the capped unread tail: %q...", len(cr.Output), cr.Output[:min(60, len(cr.Output))])
 	}
 	if _, err := m.Close(t.Context(), res.SessionID, 0, 0); !errors.Is(err, ErrNoSession) {
