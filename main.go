@@ -92,6 +92,7 @@ func newStdioCmd() *cobra.Command {
 	f.IntVar(&cfg.MaxSessions, "max-sessions", 32, "the most PTY sessions open at once")
 	f.IntVar(&cfg.MaxParallel, "max-parallel", runtime.NumCPU(), "the most tasks running at once, over all graphs")
 	f.IntVar(&cfg.MaxTasks, "max-tasks", 10000, "the most tasks in one graph")
+	f.DurationVar(&cfg.Retention, "retention", 168*time.Hour, "how long finished graphs keep their live logs before only their archive is kept")
 	f.Var(&buffer, "shell-buffer", "output kept per PTY session (B, KiB or MiB suffix)")
 	f.BoolVar(&cfg.MCPTasks, "mcp-tasks", false, "also speak the MCP Tasks extension (io.modelcontextprotocol/tasks) for tasks_run")
 	return cmd

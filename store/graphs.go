@@ -23,6 +23,7 @@ type GraphRow struct {
 	CreatedAt      time.Time
 	FinishedAt     *time.Time // set once every task is terminal
 	Version        int64      // bumped on every task state change
+	ExpiredAt      *time.Time // set when its live logs were removed after the retention
 }
 
 // TaskRow is a stored task: its spec and its current state.
@@ -111,7 +112,11 @@ func (db *DB) InsertGraph(ctx context.Context, g GraphRow, tasks []TaskRow) (sto
 // graph's version and sets its finished_at once no task is left pending or running. A
 // task already in a terminal state is never changed again: terminal states are final,
 // whoever writes second.
-func (db *DB) UpdateTasks(ctx context.Context, updates []TaskUpdate) error {
+//
+// Only the runner that owns a graph may change its tasks: an update from runnerID is
+// ignored for a graph another runner has adopted meanwhile (a runner that stalled past its
+// lease and wakes up must not undo what the adopter recorded).
+func (db *DB) UpdateTasks(ctx context.Context, runnerID string, updates []TaskUpdate) error {
 	if len(updates) == 0 {
 		return nil
 	}
@@ -119,7 +124,8 @@ func (db *DB) UpdateTasks(ctx context.Context, updates []TaskUpdate) error {
 	return db.write(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, `UPDATE tasks SET status = ?, error_code = ?, exit_code = ?,
 			signal = ?, message = ?, attempt = ?, pid = ?, pgid = ?, proc_start = ?, started_at = ?, finished_at = ?
-			WHERE graph_id = ? AND id = ? AND status IN ('pending', 'running')`)
+			WHERE graph_id = ? AND id = ? AND status IN ('pending', 'running')
+			AND (SELECT runner_id FROM graphs WHERE graphs.id = tasks.graph_id) = ?`)
 		if err != nil {
 			return err
 		}
@@ -132,7 +138,7 @@ func (db *DB) UpdateTasks(ctx context.Context, updates []TaskUpdate) error {
 				procStart = int64(*u.ProcStart)
 			}
 			if _, err := stmt.ExecContext(ctx, u.Status, u.ErrorCode, u.ExitCode, u.Signal, u.Message, u.Attempt,
-				u.Pid, u.Pgid, procStart, millisPtr(u.StartedAt), millisPtr(u.FinishedAt), u.GraphID, u.TaskID); err != nil {
+				u.Pid, u.Pgid, procStart, millisPtr(u.StartedAt), millisPtr(u.FinishedAt), u.GraphID, u.TaskID, runnerID); err != nil {
 				return fmt.Errorf("update task %s/%s: %w", u.GraphID, u.TaskID, err)
 			}
 			if !touched[u.GraphID] {
@@ -286,20 +292,20 @@ func (db *DB) UnfinishedGraphs(ctx context.Context, runnerID string) ([]GraphRow
 }
 
 const graphSelect = `SELECT id, name, runner_id, COALESCE(idempotency_key, ''), max_parallel, fail_fast,
-	task_count, created_at, finished_at, version FROM graphs`
+	task_count, created_at, finished_at, version, expired_at FROM graphs`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanGraph(row scanner) (GraphRow, error) {
 	var g GraphRow
 	var created int64
-	var finished sql.NullInt64
+	var finished, expired sql.NullInt64
 	if err := row.Scan(&g.ID, &g.Name, &g.RunnerID, &g.IdempotencyKey, &g.MaxParallel, &g.FailFast,
-		&g.TaskCount, &created, &finished, &g.Version); err != nil {
+		&g.TaskCount, &created, &finished, &g.Version, &expired); err != nil {
 		return GraphRow{}, err
 	}
 	g.CreatedAt = fromMillis(created)
-	g.FinishedAt = timePtr(finished)
+	g.FinishedAt, g.ExpiredAt = timePtr(finished), timePtr(expired)
 	return g, nil
 }
 

@@ -79,7 +79,15 @@ type Config struct {
 	Confine   func(cwd string) (string, error)
 	KillGrace time.Duration // default DefaultKillGrace
 	Logger    *slog.Logger
+	// ArtifactsDir receives each finished graph's archive ("" = no spooling).
+	ArtifactsDir string
+	// Retention is how long a finished graph keeps its live logs; after it they are
+	// read from the artifact. 0 = DefaultRetention.
+	Retention time.Duration
 }
+
+// DefaultRetention is how long finished graphs keep their live logs.
+const DefaultRetention = 7 * 24 * time.Hour
 
 // Engine runs the task graphs of one runner.
 type Engine struct {
@@ -97,7 +105,8 @@ type Engine struct {
 	writes   chan []store.TaskUpdate
 	changes  *notifier
 	stopBG   context.CancelFunc
-	bg       sync.WaitGroup // watchLoop
+	bg       sync.WaitGroup // watchLoop, spoolLoop
+	spoolq   chan string    // finished graphs to archive
 	waiters  sync.WaitGroup // one per running process
 	inflight sync.WaitGroup // Submits past their closed check
 	writer   sync.WaitGroup
@@ -135,6 +144,9 @@ func NewEngine(cfg Config) *Engine {
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = DefaultKillGrace
 	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -147,6 +159,7 @@ func NewEngine(cfg Config) *Engine {
 		env:     mergeEnv(os.Environ(), taskDefaults),
 		graphs:  map[string]*graph{},
 		writes:  make(chan []store.TaskUpdate, 4096),
+		spoolq:  make(chan string, 1024),
 		changes: newNotifier(),
 	}
 	e.writer.Add(1)
@@ -154,6 +167,9 @@ func NewEngine(cfg Config) *Engine {
 	bg, stop := context.WithCancel(context.Background())
 	e.stopBG = stop
 	e.bg.Go(func() { e.watchLoop(bg) })
+	if cfg.ArtifactsDir != "" {
+		e.bg.Go(func() { e.spoolLoop(bg) })
+	}
 	return e
 }
 
@@ -609,6 +625,9 @@ func (e *Engine) dropLocked(g *graph) {
 		return
 	}
 	delete(e.graphs, g.row.ID)
+	// The graph is archived once its last state is in the store: a marker queued behind
+	// that state tells the writer (see writeLoop).
+	e.writes <- []store.TaskUpdate{{GraphID: g.row.ID}}
 	for i, o := range e.order {
 		if o == g {
 			e.order = append(e.order[:i:i], e.order[i+1:]...)
@@ -643,14 +662,31 @@ func (e *Engine) writeLoop() {
 				break drain
 			}
 		}
-		if err := e.cfg.DB.UpdateTasks(ctx, batch); err != nil {
-			e.log.Error("recording task states", "tasks", len(batch), "err", err)
+		// Entries without a task id mark graphs that finished: archive them once the batch
+		// (which holds their last states) is committed.
+		updates := batch[:0:0]
+		var finished []string
+		for _, u := range batch {
+			if u.TaskID == "" {
+				finished = append(finished, u.GraphID)
+			} else {
+				updates = append(updates, u)
+			}
+		}
+		if err := e.cfg.DB.UpdateTasks(ctx, e.cfg.RunnerID, updates); err != nil {
+			e.log.Error("recording task states", "tasks", len(updates), "err", err)
 		}
 		seen := map[string]bool{}
-		for _, u := range batch {
+		for _, u := range updates {
 			if !seen[u.GraphID] {
 				seen[u.GraphID] = true
 				e.changes.fire(u.GraphID)
+			}
+		}
+		for _, id := range finished {
+			select {
+			case e.spoolq <- id:
+			default: // a full queue: the next sweep finds the graph unarchived
 			}
 		}
 		if !open {
@@ -822,7 +858,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	close(e.writes)
 	e.writer.Wait()
 	e.changes.closeAll()
-	return nil
+	// Archive what finished and is not archived yet, as far as the time allows; what does
+	// not fit is archived by the next runner to start.
+	return e.spoolUnspooled(ctx, true)
 }
 
 func (e *Engine) logPath(graphID, taskID string) string {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -107,11 +109,25 @@ func cancelOutcomes(before, after Snapshot, requested, marked []string) []Cancel
 }
 
 // watchLoop carries out the cancel requests other processes leave for this runner's
-// graphs, until ctx ends.
+// graphs, reconciles runners that are gone (at once, then every reconcileEvery) and
+// expires graphs past the retention, until ctx ends.
 func (e *Engine) watchLoop(ctx context.Context) {
 	t := time.NewTicker(cancelPoll)
 	defer t.Stop()
+	var lastReconcile, lastExpire time.Time
 	for {
+		if time.Since(lastReconcile) >= reconcileEvery {
+			lastReconcile = time.Now()
+			if err := e.Reconcile(ctx); err != nil && ctx.Err() == nil {
+				e.log.Warn("reconciling gone runners", "err", err)
+			}
+		}
+		if e.cfg.ArtifactsDir != "" && time.Since(lastExpire) >= e.expireEvery() {
+			lastExpire = time.Now()
+			if err := e.Expire(ctx); err != nil && ctx.Err() == nil {
+				e.log.Warn("expiring graphs", "err", err)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -130,4 +146,100 @@ func (e *Engine) watchLoop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// expireEvery is how often retention is checked: every minute, or every half retention
+// when that is shorter.
+func (e *Engine) expireEvery() time.Duration {
+	return min(time.Minute, e.cfg.Retention/2)
+}
+
+// spoolLoop archives graphs as they finish, and at start whatever finished unarchived
+// (a spool cut short by a crash is redone here).
+func (e *Engine) spoolLoop(ctx context.Context) {
+	removeStaleSpools(e.cfg.ArtifactsDir, func(runnerID string) bool {
+		if runnerID == e.cfg.RunnerID {
+			return true
+		}
+		r, err := e.cfg.DB.GetRunner(ctx, runnerID)
+		return err == nil && r.Live(time.Now())
+	})
+	if err := e.spoolUnspooled(ctx, false); err != nil && ctx.Err() == nil {
+		e.log.Warn("archiving finished graphs", "err", err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-e.spoolq:
+			if _, err := e.spool(ctx, id); err != nil && ctx.Err() == nil {
+				e.log.Warn("archiving a graph", "graph", id, "err", err)
+			}
+		}
+	}
+}
+
+// spoolUnspooled archives finished graphs that have no artifact: this runner's only, or
+// every runner's.
+func (e *Engine) spoolUnspooled(ctx context.Context, ownOnly bool) error {
+	if e.cfg.ArtifactsDir == "" {
+		return nil
+	}
+	ids, err := e.cfg.DB.UnspooledGraphs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if ownOnly {
+			if g, err := e.cfg.DB.GetGraph(ctx, id); err != nil || g.RunnerID != e.cfg.RunnerID {
+				continue
+			}
+		}
+		if _, err := e.spool(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) spool(ctx context.Context, graphID string) (store.Artifact, error) {
+	return Spool(ctx, e.cfg.DB, e.cfg.LogsDir, e.cfg.ArtifactsDir, e.cfg.RunnerID, graphID)
+}
+
+// Expire removes the live logs of graphs that finished longer ago than the retention,
+// after making sure their artifact exists; their logs are then read from it.
+func (e *Engine) Expire(ctx context.Context) error {
+	ids, err := e.cfg.DB.ExpirableGraphs(ctx, time.Now().Add(-e.cfg.Retention))
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		a, err := e.cfg.DB.GetArtifact(ctx, id)
+		if err == nil {
+			if _, statErr := os.Stat(a.Path); statErr != nil {
+				err = statErr
+			}
+		}
+		if err != nil {
+			if _, err := e.spool(ctx, id); err != nil {
+				return err
+			}
+		}
+		if err := os.RemoveAll(filepath.Join(e.cfg.LogsDir, id)); err != nil {
+			return err
+		}
+		if err := e.cfg.DB.MarkExpired(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Artifact returns a graph's recorded artifact, if it has one.
+func (e *Engine) Artifact(ctx context.Context, graphID string) (store.Artifact, bool) {
+	a, err := e.cfg.DB.GetArtifact(ctx, graphID)
+	return a, err == nil
 }

@@ -32,9 +32,10 @@ type Config struct {
 	ArtifactsDir string
 	MaxWait      time.Duration // no call waits longer; longer timeoutMs/waitMs are clamped
 	MaxSessions  int
-	MaxParallel  int  // runner-wide cap on running tasks; 0 = the CPU count
-	MaxTasks     int  // tasks per graph; 0 = tasks.DefaultMaxTasks
-	MCPTasks     bool // serve the MCP Tasks extension facade (see facade.go)
+	MaxParallel  int           // runner-wide cap on running tasks; 0 = the CPU count
+	MaxTasks     int           // tasks per graph; 0 = tasks.DefaultMaxTasks
+	MCPTasks     bool          // serve the MCP Tasks extension facade (see facade.go)
+	Retention    time.Duration // finished graphs keep live logs this long; 0 = tasks.DefaultRetention
 	ShellBuffer  int
 	Version      string
 	Logger       *slog.Logger
@@ -109,6 +110,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.tasks = tasks.NewEngine(tasks.Config{
 		DB: db, RunnerID: runner.ID, LogsDir: ws.LogsDir(), MaxParallel: cfg.MaxParallel,
 		Limits: tasks.Limits{MaxTasks: cfg.MaxTasks}, Confine: ws.Confine, Logger: s.log,
+		ArtifactsDir: ws.ArtifactsDir, Retention: cfg.Retention,
 	})
 	s.mcp = server.NewMCPServer("mcp-harness", cfg.Version,
 		server.WithInstructions(instructions),
@@ -129,12 +131,17 @@ func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
 
 // Listen speaks MCP over in and out until in ends (the client closed our stdin) or ctx is
 // cancelled (a signal). It returns nil in both cases; the caller then calls Close.
+// The facade (facade.go) stands between the streams and mcp-go: it keeps progress
+// notifications from following their call's response and, with --mcp-tasks, serves the
+// MCP Tasks extension. Nothing is written to out after Listen returns.
 func (s *Server) Listen(ctx context.Context, in io.Reader, out io.Writer) error {
 	stdio := server.NewStdioServer(s.mcp)
 	server.WithWorkerPoolSize(workerPoolSize)(stdio)
 	server.WithQueueSize(queueSize)(stdio)
 	stdio.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
-	err := stdio.Listen(ctx, in, out)
+	f := s.newFacade(ctx, out)
+	err := stdio.Listen(ctx, f.relay(in), f)
+	f.close()
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return nil
 	}

@@ -433,7 +433,11 @@ func (s *Server) tasksStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	out := statusResult{
 		GraphID: snap.Graph.ID, Name: snap.Graph.Name, Status: tasks.GraphStatus(snap.Tasks),
 		CreatedAt: timestamp(snap.Graph.CreatedAt), FinishedAt: timePtr(snap.Graph.FinishedAt),
-		Progress: progressOf(snap.Tasks), Tasks: []taskStatus{},
+		Expired: snap.Graph.ExpiredAt != nil, Progress: progressOf(snap.Tasks), Tasks: []taskStatus{},
+	}
+	art, hasArtifact := s.tasks.Artifact(ctx, snap.Graph.ID)
+	if hasArtifact {
+		out.Artifact = &artifact{Path: art.Path, Bytes: art.Bytes, SHA256: art.SHA256}
 	}
 	now := time.Now()
 	for _, t := range snap.Tasks {
@@ -448,6 +452,15 @@ func (s *Server) tasksStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		path := s.tasks.LogPath(t.GraphID, t.ID)
 		var slice tasks.LogSlice
 		switch {
+		case out.Expired && hasArtifact: // the live logs are gone: read the archive
+			offset, limit := -logTail, logTail
+			if paging {
+				offset, limit = 0, logLimit
+				if a.LogOffset != nil {
+					offset = *a.LogOffset
+				}
+			}
+			slice, err = tasks.ReadArtifactLog(art.Path, t.ID, offset, limit)
 		case paging:
 			offset := int64(0)
 			if a.LogOffset != nil {
@@ -585,7 +598,8 @@ func (s *Server) tasksList(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	var b strings.Builder
 	for _, g := range page.Graphs {
 		sum := graphSummary{GraphID: g.Graph.ID, Name: g.Graph.Name, Status: tasks.GraphStatus(g.Tasks),
-			CreatedAt: timestamp(g.Graph.CreatedAt), FinishedAt: timePtr(g.Graph.FinishedAt), Progress: progressOf(g.Tasks)}
+			CreatedAt: timestamp(g.Graph.CreatedAt), FinishedAt: timePtr(g.Graph.FinishedAt), Expired: g.Graph.ExpiredAt != nil,
+			Progress: progressOf(g.Tasks)}
 		out.Graphs = append(out.Graphs, sum)
 		fmt.Fprintf(&b, "graph %s%s: %s · %d/%d done · created %s\n", sum.GraphID, quotedName(sum.Name), sum.Status,
 			sum.Progress.Total-sum.Progress.Pending-sum.Progress.Running, sum.Progress.Total, sum.CreatedAt)

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// UnreapedRunners lists the runners other than self that no living runner has reconciled
+// yet, oldest first. Whether each is gone is for the caller to judge (Runner.Live).
+func (db *DB) UnreapedRunners(ctx context.Context, self string) ([]Runner, error) {
+	rows, err := db.sql.QueryContext(ctx, runnerSelect+` WHERE reaped_at IS NULL AND id != ? ORDER BY id`, self)
+	if err != nil {
+		return nil, fmt.Errorf("unreaped runners: %w", err)
+	}
+	return scanRunners(rows)
+}
+
+// MarkReaped records that a gone runner has been reconciled.
+func (db *DB) MarkReaped(ctx context.Context, id string) error {
+	now := millis(time.Now())
+	return db.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE runners SET reaped_at = ?, stopped_at = COALESCE(stopped_at, ?) WHERE id = ?`, now, now, id)
+		return err
+	})
+}
+
+// Takeover is what AdoptGraphs did to one graph of a gone runner.
+type Takeover struct {
+	Graph     GraphRow
+	Restarted []TaskRow // tasks that were running under the gone runner, now failed
+}
+
+// AdoptGraphs moves every unfinished graph of the gone runner to the runner adopter, in one
+// transaction: its running tasks become failed with errorCode code and message, and the
+// graph's runner changes. A graph another runner adopted first is left out, so exactly one
+// runner adopts each graph even when several reconcile at once.
+func (db *DB) AdoptGraphs(ctx context.Context, gone, adopter, code, message string) ([]Takeover, error) {
+	var out []Takeover
+	now := millis(time.Now())
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		rows, err := tx.QueryContext(ctx, graphSelect+` WHERE runner_id = ? AND finished_at IS NULL ORDER BY id`, gone)
+		if err != nil {
+			return err
+		}
+		var graphs []GraphRow
+		for rows.Next() {
+			g, err := scanGraph(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			graphs = append(graphs, g)
+		}
+		rows.Close()
+		for _, g := range graphs {
+			res, err := tx.ExecContext(ctx, `UPDATE graphs SET runner_id = ?, version = version + 1 WHERE id = ? AND runner_id = ?`, adopter, g.ID, gone)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				continue
+			}
+			trows, err := tx.QueryContext(ctx, taskSelect+` WHERE graph_id = ? AND status = 'running' ORDER BY seq`, g.ID)
+			if err != nil {
+				return err
+			}
+			running, err := scanTasks(trows)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'failed', error_code = ?, message = ?, finished_at = ?
+				WHERE graph_id = ? AND status = 'running'`, code, message, now, g.ID); err != nil {
+				return err
+			}
+			g.RunnerID = adopter
+			out = append(out, Takeover{Graph: g, Restarted: running})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Artifact is a graph's retained archive.
+type Artifact struct {
+	GraphID   string
+	Path      string
+	Bytes     int64
+	SHA256    string
+	CreatedAt time.Time
+}
+
+// RecordArtifact records (or replaces) a graph's artifact.
+func (db *DB) RecordArtifact(ctx context.Context, a Artifact) error {
+	return db.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO artifacts (graph_id, path, bytes, sha256, created_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT(graph_id) DO UPDATE SET path = excluded.path, bytes = excluded.bytes, sha256 = excluded.sha256, created_at = excluded.created_at`,
+			a.GraphID, a.Path, a.Bytes, a.SHA256, millis(a.CreatedAt))
+		return err
+	})
+}
+
+// GetArtifact reads a graph's artifact; ErrNotFound when it has none.
+func (db *DB) GetArtifact(ctx context.Context, graphID string) (Artifact, error) {
+	a := Artifact{GraphID: graphID}
+	var created int64
+	err := db.sql.QueryRowContext(ctx, `SELECT path, bytes, sha256, created_at FROM artifacts WHERE graph_id = ?`, graphID).
+		Scan(&a.Path, &a.Bytes, &a.SHA256, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Artifact{}, fmt.Errorf("artifact of %s: %w", graphID, ErrNotFound)
+	}
+	a.CreatedAt = fromMillis(created)
+	return a, err
+}
+
+// UnspooledGraphs lists finished graphs that have no artifact yet, oldest first.
+func (db *DB) UnspooledGraphs(ctx context.Context) ([]string, error) {
+	return db.ids(ctx, `SELECT g.id FROM graphs g LEFT JOIN artifacts a ON a.graph_id = g.id
+		WHERE g.finished_at IS NOT NULL AND a.graph_id IS NULL ORDER BY g.id`)
+}
+
+// ExpirableGraphs lists graphs finished before cutoff that are not expired yet.
+func (db *DB) ExpirableGraphs(ctx context.Context, cutoff time.Time) ([]string, error) {
+	return db.ids(ctx, `SELECT id FROM graphs WHERE finished_at IS NOT NULL AND finished_at < ? AND expired_at IS NULL ORDER BY id`, millis(cutoff))
+}
+
+// MarkExpired records that a graph's live logs were removed.
+func (db *DB) MarkExpired(ctx context.Context, graphID string) error {
+	return db.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE graphs SET expired_at = COALESCE(expired_at, ?) WHERE id = ?`, millis(time.Now()), graphID)
+		return err
+	})
+}
+
+func (db *DB) ids(ctx context.Context, q string, args ...any) ([]string, error) {
+	rows, err := db.sql.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}

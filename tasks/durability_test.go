@@ -1,0 +1,292 @@
+package tasks
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-harness/mcp-harness/store"
+)
+
+// deadRunner registers a runner whose process has exited: gone at once, lease or not.
+func deadRunner(t *testing.T, db *store.DB) store.Runner {
+	t.Helper()
+	r, err := db.RegisterRunner(t.Context(), "crashed", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Make the row name a process that is gone: a child that has been reaped.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecForTest(t.Context(), `UPDATE runners SET pid = ?, proc_start = 12345 WHERE id = ?`, cmd.Process.Pid, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// orphanGraph stores a graph of a dead runner as that runner left it: "run" running (a
+// real process in its own session, with a grandchild), "after" waiting on it, "free"
+// pending.
+func orphanGraph(t *testing.T, te *testEnv, dead store.Runner) (graphID string, leader, grandchild int) {
+	t.Helper()
+	pidFile := filepath.Join(te.dir, "grandchild")
+	cmd := exec.Command("bash", "-c", "sleep 1000 & echo $! > "+pidFile+"; wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait() // reaped whenever it dies
+	grandchild = waitForPid(t, pidFile)
+	leader = cmd.Process.Pid
+	ident := store.IdentifyProcess(leader)
+	now := time.Now().UTC()
+	g := store.GraphRow{ID: store.NewID("g-"), RunnerID: dead.ID, MaxParallel: 1, CreatedAt: now}
+	rows := []store.TaskRow{
+		{ID: "run", Seq: 0, Command: "sleep 1000", Cwd: te.dir, TaskState: store.TaskState{Status: "pending"}},
+		{ID: "after", Seq: 1, Command: "true", Cwd: te.dir, DependsOn: []string{"run"}, TaskState: store.TaskState{Status: "pending"}},
+		{ID: "free", Seq: 2, Command: "echo adopted", Cwd: te.dir, TaskState: store.TaskState{Status: "pending"}},
+	}
+	for i := range rows {
+		rows[i].GraphID = g.ID
+	}
+	if _, _, err := te.db.InsertGraph(t.Context(), g, rows); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(te.ws.LogsDir(), g.ID), 0o700)
+	if err := te.db.UpdateTasks(t.Context(), dead.ID, []store.TaskUpdate{{GraphID: g.ID, TaskID: "run", TaskState: store.TaskState{
+		Status: "running", Attempt: 1, Pid: &leader, Pgid: &leader, ProcStart: &ident.ProcStart, StartedAt: &now}}}); err != nil {
+		t.Fatal(err)
+	}
+	return g.ID, leader, grandchild
+}
+
+func TestReconcile_AdoptsGraphsOfAGoneRunner(t *testing.T) {
+	te := newTestEngine(t)
+	dead := deadRunner(t, te.db)
+	graphID, leader, grandchild := orphanGraph(t, te, dead)
+
+	if err := te.e.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	tasks := te.waitDone(t, graphID)
+	wantState(t, tasks, "run", Failed, CodeRunnerRestarted)
+	if m := tasks["run"].Message; m == nil || !strings.Contains(*m, dead.ID) {
+		t.Errorf("message = %v, want it to name the gone runner", m)
+	}
+	wantState(t, tasks, "after", Skipped, CodeUpstreamFailed)
+	wantState(t, tasks, "free", Succeeded, "")
+	waitProcessGone(t, leader)
+	waitProcessGone(t, grandchild)
+	g, _ := te.db.GetGraph(t.Context(), graphID)
+	if g.RunnerID != te.e.cfg.RunnerID {
+		t.Errorf("graph owner = %s, want the adopting runner", g.RunnerID)
+	}
+	if rs, _ := te.db.UnreapedRunners(t.Context(), te.e.cfg.RunnerID); len(rs) != 0 {
+		t.Errorf("runners left unreaped: %+v", rs)
+	}
+}
+
+// Several runners reconciling at once: exactly one adopts each graph.
+func TestReconcile_ExactlyOneAdopter(t *testing.T) {
+	te := newTestEngine(t)
+	dead := deadRunner(t, te.db)
+	var graphs []string
+	for i := 0; i < 5; i++ {
+		now := time.Now()
+		g := store.GraphRow{ID: store.NewID("g-"), RunnerID: dead.ID, MaxParallel: 1, CreatedAt: now}
+		if _, _, err := te.db.InsertGraph(t.Context(), g, []store.TaskRow{{GraphID: g.ID, ID: "a", Command: "true", Cwd: te.dir, TaskState: store.TaskState{Status: "pending"}}}); err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Join(te.ws.LogsDir(), g.ID), 0o700)
+		graphs = append(graphs, g.ID)
+	}
+	engines := []*Engine{te.e}
+	for i := 0; i < 2; i++ {
+		r, _ := te.db.RegisterRunner(t.Context(), "peer", time.Minute)
+		e := NewEngine(Config{DB: te.db, RunnerID: r.ID, LogsDir: te.ws.LogsDir(), Confine: te.ws.Confine,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		t.Cleanup(func() { e.Close(context.Background()) })
+		engines = append(engines, e)
+	}
+	var wg sync.WaitGroup
+	for _, e := range engines {
+		wg.Go(func() { e.Reconcile(t.Context()) })
+	}
+	wg.Wait()
+	for _, id := range graphs {
+		tasks := te.waitDone(t, id)
+		if r := tasks["a"]; r.Status != string(Succeeded) || r.Attempt != 1 {
+			t.Errorf("graph %s task = %s attempt %d, want succeeded once", id, r.Status, r.Attempt)
+		}
+	}
+}
+
+// A running runner is not gone just because it is another runner.
+func TestReconcile_LeavesLiveRunnersAlone(t *testing.T) {
+	te := newTestEngine(t)
+	r, _ := te.db.RegisterRunner(t.Context(), "alive", time.Hour) // this process: alive
+	g := store.GraphRow{ID: store.NewID("g-"), RunnerID: r.ID, MaxParallel: 1, CreatedAt: time.Now()}
+	te.db.InsertGraph(t.Context(), g, []store.TaskRow{{GraphID: g.ID, ID: "a", Command: "true", Cwd: te.dir, TaskState: store.TaskState{Status: "pending"}}})
+	if err := te.e.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := te.db.GetGraph(t.Context(), g.ID)
+	if got.RunnerID != r.ID {
+		t.Errorf("a live runner's graph was adopted")
+	}
+}
+
+// readArtifact returns the manifest and the logs of an artifact.
+func readArtifact(t *testing.T, path string) (Manifest, map[string][]byte) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	var m Manifest
+	logs := map[string][]byte{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Name == "manifest.json" {
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			logs[h.Name] = b
+		}
+	}
+	return m, logs
+}
+
+// checkManifest fails unless every log in the archive matches its manifest entry.
+func checkManifest(t *testing.T, m Manifest, logs map[string][]byte) {
+	t.Helper()
+	for _, mt := range m.Tasks {
+		if mt.Log == nil {
+			continue
+		}
+		b, ok := logs[mt.Log.Name]
+		sum := sha256.Sum256(b)
+		if !ok || int64(len(b)) != mt.Log.Bytes || hex.EncodeToString(sum[:]) != mt.Log.SHA256 {
+			t.Errorf("log %s: %d bytes in the archive, manifest says %d bytes sha256 %s", mt.Log.Name, len(b), mt.Log.Bytes, mt.Log.SHA256)
+		}
+	}
+}
+
+func TestSpool_ArchivesFinishedGraphsAndExpires(t *testing.T) {
+	var artifacts string
+	te := newTestEngine(t, func(c *Config) {
+		c.Retention = time.Hour
+		c.ArtifactsDir = filepath.Join(filepath.Dir(c.LogsDir), "artifacts")
+		artifacts = c.ArtifactsDir
+	})
+	sub := te.submit(t, Spec{Name: "spooled", Tasks: []TaskSpec{tsk("a", "seq 1 1000"), tsk("b", "echo bye; exit 3")}})
+	te.waitDone(t, sub.Graph.ID)
+
+	a, err := Spool(t.Context(), te.db, te.ws.LogsDir(), artifacts, te.e.cfg.RunnerID, sub.Graph.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(a.Path); err != nil || fi.Size() != a.Bytes || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("artifact %s: %v %v", a.Path, fi, err)
+	}
+	m, logs := readArtifact(t, a.Path)
+	checkManifest(t, m, logs)
+	if m.Graph.ID != sub.Graph.ID || m.Graph.Status != "failed" || len(m.Tasks) != 2 || *m.Tasks[1].ExitCode != 3 {
+		t.Errorf("manifest = %+v", m)
+	}
+	if string(logs["logs/b.log"]) != "bye\n" {
+		t.Errorf("b.log in the archive = %q", logs["logs/b.log"])
+	}
+	again, err := Spool(t.Context(), te.db, te.ws.LogsDir(), artifacts, te.e.cfg.RunnerID, sub.Graph.ID)
+	if err != nil || again.SHA256 != a.SHA256 {
+		t.Errorf("second spool = %v, %v; want the same archive", again.SHA256, err)
+	}
+
+	// Retention: make the graph have finished two hours ago; Expire removes its live logs.
+	if _, err := te.db.ExecForTest(t.Context(), `UPDATE graphs SET finished_at = finished_at - 7200000 WHERE id = ?`, sub.Graph.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := te.e.Expire(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(te.ws.LogsDir(), sub.Graph.ID)); !os.IsNotExist(err) {
+		t.Errorf("live logs still there after expiry: %v", err)
+	}
+	if g, _ := te.db.GetGraph(t.Context(), sub.Graph.ID); g.ExpiredAt == nil {
+		t.Errorf("graph not marked expired")
+	}
+	tail, err := ReadArtifactLog(a.Path, "a", -9, 9)
+	if err != nil || tail.Text != "999\n1000\n" || !tail.EOF {
+		t.Errorf("tail from the artifact = %q, %v", tail.Text, err)
+	}
+	page, err := ReadArtifactLog(a.Path, "a", 0, 4)
+	if err != nil || page.Text != "1\n2\n" || page.NextOffset != 4 || page.EOF {
+		t.Errorf("page from the artifact = %+v, %v", page, err)
+	}
+}
+
+// A spool cut short leaves only a temporary file; the next runner removes it and spools
+// the graph again, and nothing ever appears half-written under the final name.
+func TestSpool_InterruptedIsRedone(t *testing.T) {
+	te := newTestEngine(t)
+	sub := te.submit(t, Spec{Tasks: []TaskSpec{tsk("a", "seq 1 100")}})
+	te.waitDone(t, sub.Graph.ID)
+	dead := deadRunner(t, te.db)
+	stale := filepath.Join(te.ws.ArtifactsDir, tempPrefix+dead.ID+"-"+sub.Graph.ID+"-123")
+	if err := os.WriteFile(stale, []byte("half an archive"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A new engine with spooling on plays the next runner to start.
+	r, _ := te.db.RegisterRunner(t.Context(), "next", time.Minute)
+	next := NewEngine(Config{DB: te.db, RunnerID: r.ID, LogsDir: te.ws.LogsDir(), Confine: te.ws.Confine,
+		ArtifactsDir: te.ws.ArtifactsDir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	deadline := time.Now().Add(testWait)
+	for {
+		if _, err := te.db.GetArtifact(t.Context(), sub.Graph.ID); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the unspooled graph was not spooled by the next runner")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+	next.Close(context.Background())
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale temporary archive still there: %v", err)
+	}
+	a, _ := te.db.GetArtifact(t.Context(), sub.Graph.ID)
+	m, logs := readArtifact(t, a.Path)
+	checkManifest(t, m, logs)
+}

@@ -1,0 +1,140 @@
+package tasks
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcp-harness/mcp-harness/store"
+)
+
+// reconcileEvery is how often a live runner looks for runners that are gone. A runner is
+// gone once its lease (renewed every few seconds) has expired or its process has died, so
+// looking much more often would find nothing new.
+const reconcileEvery = 5 * time.Second
+
+// Reconcile puts right what runners that are gone left behind, so that nothing is silently
+// lost and nothing runs on unobserved:
+//   - their running tasks become failed with RUNNER_RESTARTED (a message names the gone
+//     runner), after whatever is left of their processes is killed;
+//   - their graphs are adopted by this runner, which schedules their pending tasks as
+//     usual (a dependent of a restarted task is then skipped); exactly one runner adopts
+//     a graph even when several reconcile at once;
+//   - their PTY sessions' processes are killed and the session rows closed.
+//
+// A runner counts as gone only when its lease expired or its process is provably dead: a
+// different runner alone is not gone, since another client's server may be alive.
+func (e *Engine) Reconcile(ctx context.Context) error {
+	runners, err := e.cfg.DB.UnreapedRunners(ctx, e.cfg.RunnerID)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, r := range runners {
+		if r.Live(now) {
+			continue
+		}
+		if err := e.reap(ctx, r); err != nil {
+			return fmt.Errorf("reconcile runner %s: %w", r.ID, err)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) reap(ctx context.Context, r store.Runner) error {
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return nil // a runner shutting down adopts nothing: the next one will
+	}
+	msg := fmt.Sprintf("the server process that ran it (runner %s, pid %d) is gone; the task was not seen to finish", r.ID, r.Pid)
+	takeovers, err := e.cfg.DB.AdoptGraphs(ctx, r.ID, e.cfg.RunnerID, CodeRunnerRestarted, msg)
+	if err != nil {
+		return err
+	}
+	for _, to := range takeovers {
+		for _, t := range to.Restarted {
+			if t.Pgid != nil && t.ProcStart != nil {
+				killSession(*t.Pgid, *t.ProcStart)
+			}
+		}
+		rows, err := e.cfg.DB.GraphTasks(ctx, to.Graph.ID)
+		if err != nil {
+			return err
+		}
+		e.log.Info("adopted a graph of a gone runner", "graph", to.Graph.ID, "gone", r.ID, "restarted", len(to.Restarted))
+		e.mu.Lock()
+		e.adoptLocked(to.Graph, rows)
+		if e.closed {
+			e.cancelGraphLocked(e.graphs[to.Graph.ID], CodeRunnerShutdown, "the server shut down before the task started")
+		}
+		next := e.scheduleLocked()
+		e.mu.Unlock()
+		e.launchAll(next)
+		e.changes.fire(to.Graph.ID)
+	}
+	sessions, err := e.cfg.DB.OpenSessions(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	for _, s := range sessions {
+		if s.BootID == store.BootID() {
+			killSession(s.Pgid, s.ProcStart)
+		}
+		if err := e.cfg.DB.CloseSession(ctx, r.ID, s.ID); err != nil {
+			return err
+		}
+	}
+	return e.cfg.DB.MarkReaped(ctx, r.ID)
+}
+
+// killSession kills, with SIGKILL, every process of session sid that started no earlier
+// than its leader did (leaderStart, clock ticks after boot). Tasks and PTY programs each
+// lead their own session, so this finds what they left even after the leader died and its
+// children were re-parented; the start time keeps it from touching a stranger that came
+// to use the same number after the whole session was gone.
+func killSession(sid int, leaderStart uint64) {
+	if sid <= 1 || leaderStart == 0 {
+		return // without the start time nothing proves the session is still ours
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		procSid, start, ok := parseSessionAndStart(stat)
+		if ok && procSid == sid && start >= leaderStart {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// parseSessionAndStart reads fields 6 (session) and 22 (starttime) of /proc/<pid>/stat.
+func parseSessionAndStart(stat []byte) (sid int, start uint64, ok bool) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 20 {
+		return 0, 0, false
+	}
+	sid, err1 := strconv.Atoi(f[6-3])
+	start, err2 := strconv.ParseUint(f[22-3], 10, 64)
+	return sid, start, err1 == nil && err2 == nil
+}

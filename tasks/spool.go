@@ -1,0 +1,297 @@
+package tasks
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mcp-harness/mcp-harness/store"
+)
+
+// Manifest is manifest.json, the first entry of a graph's artifact: the graph as it
+// finished, and for each task its log's size and sha256, so the archive can be checked.
+type Manifest struct {
+	Graph struct {
+		ID         string    `json:"id"`
+		Name       string    `json:"name"`
+		Status     string    `json:"status"`
+		RunnerID   string    `json:"runnerId"`
+		CreatedAt  time.Time `json:"createdAt"`
+		FinishedAt time.Time `json:"finishedAt"`
+	} `json:"graph"`
+	Tasks []ManifestTask `json:"tasks"`
+}
+
+// ManifestTask is one task in a Manifest.
+type ManifestTask struct {
+	ID         string     `json:"id"`
+	Command    string     `json:"command"`
+	Cwd        string     `json:"cwd"`
+	DependsOn  []string   `json:"dependsOn"`
+	Status     string     `json:"status"`
+	ErrorCode  *string    `json:"errorCode"`
+	ExitCode   *int       `json:"exitCode"`
+	Signal     *string    `json:"signal"`
+	Message    *string    `json:"message"`
+	Attempt    int        `json:"attempt"`
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
+	Log        *struct {
+		Name   string `json:"name"` // entry name in the archive
+		Bytes  int64  `json:"bytes"`
+		SHA256 string `json:"sha256"`
+	} `json:"log"`
+}
+
+// ArtifactPath is where a graph's artifact goes.
+func ArtifactPath(artifactsDir, graphID string) string {
+	return filepath.Join(artifactsDir, graphID+".tar.gz")
+}
+
+// logEntry is a task's log's name inside an artifact.
+func logEntry(taskID string) string { return "logs/" + taskID + ".log" }
+
+// tempPrefix starts the name of an artifact being written. The runner id is part of the
+// name, so a later runner can tell which leftovers belong to a runner that is gone.
+const tempPrefix = ".spool-"
+
+// Spool writes a finished graph's artifact, <artifactsDir>/<graphId>.tar.gz holding
+// manifest.json and every task's log, and records it in the store. The archive is written
+// under a temporary name, synced and renamed, so a spool cut short never leaves anything
+// under the final name; spooling again is harmless (the same content is written again).
+func Spool(ctx context.Context, db *store.DB, logsDir, artifactsDir, runnerID, graphID string) (store.Artifact, error) {
+	snap, err := LoadSnapshot(ctx, db, graphID)
+	if err != nil {
+		return store.Artifact{}, err
+	}
+	if snap.Graph.FinishedAt == nil {
+		return store.Artifact{}, fmt.Errorf("spool %s: the graph has not finished", graphID)
+	}
+	m := Manifest{Tasks: []ManifestTask{}}
+	m.Graph.ID, m.Graph.Name, m.Graph.Status = snap.Graph.ID, snap.Graph.Name, GraphStatus(snap.Tasks)
+	m.Graph.RunnerID, m.Graph.CreatedAt, m.Graph.FinishedAt = snap.Graph.RunnerID, snap.Graph.CreatedAt, *snap.Graph.FinishedAt
+	var logs []string // paths, by task, "" when the task has no log
+	for _, t := range snap.Tasks {
+		mt := ManifestTask{ID: t.ID, Command: t.Command, Cwd: t.Cwd, DependsOn: nonNilStrings(t.DependsOn), Status: t.Status,
+			ErrorCode: t.ErrorCode, ExitCode: t.ExitCode, Signal: t.Signal, Message: t.Message, Attempt: t.Attempt,
+			StartedAt: t.StartedAt, FinishedAt: t.FinishedAt}
+		path := LogPath(logsDir, graphID, t.ID)
+		size, sum, err := hashFile(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			path = ""
+		case err != nil:
+			return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, err)
+		default:
+			mt.Log = &struct {
+				Name   string `json:"name"`
+				Bytes  int64  `json:"bytes"`
+				SHA256 string `json:"sha256"`
+			}{logEntry(t.ID), size, sum}
+		}
+		logs = append(logs, path)
+		m.Tasks = append(m.Tasks, mt)
+	}
+	manifest, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return store.Artifact{}, err
+	}
+
+	final := ArtifactPath(artifactsDir, graphID)
+	tmp, err := os.CreateTemp(artifactsDir, tempPrefix+runnerID+"-"+graphID+"-*")
+	if err != nil {
+		return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op after the rename
+	sum := sha256.New()
+	counter := &countingWriter{w: io.MultiWriter(tmp, sum)}
+	gz := gzip.NewWriter(counter)
+	tw := tar.NewWriter(gz)
+	mtime := *snap.Graph.FinishedAt
+	if err := writeEntry(tw, "manifest.json", int64(len(manifest)), mtime, strings.NewReader(string(manifest))); err != nil {
+		tmp.Close()
+		return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, err)
+	}
+	for i, path := range logs {
+		if path == "" {
+			continue
+		}
+		if err := copyLog(ctx, tw, logEntry(snap.Tasks[i].ID), path, m.Tasks[i].Log.Bytes, mtime); err != nil {
+			tmp.Close()
+			return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, err)
+		}
+	}
+	err = errors.Join(tw.Close(), gz.Close())
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), final)
+	}
+	if err == nil {
+		err = syncDir(artifactsDir)
+	}
+	if err != nil {
+		return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, err)
+	}
+	a := store.Artifact{GraphID: graphID, Path: final, Bytes: counter.n, SHA256: hex.EncodeToString(sum.Sum(nil)), CreatedAt: time.Now().UTC()}
+	if err := db.RecordArtifact(ctx, a); err != nil {
+		return store.Artifact{}, err
+	}
+	return a, nil
+}
+
+// copyLog adds a log to the archive as the size the manifest recorded: a log that grew
+// since (a task's leftover cannot write any more, but be safe) is cut at that size.
+func copyLog(ctx context.Context, tw *tar.Writer, name, path string, size int64, mtime time.Time) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return writeEntry(tw, name, size, mtime, ctxReader{ctx, io.LimitReader(f, size)})
+}
+
+// ctxReader stops a long copy when its context ends (a shutdown must not wait for a
+// gigabyte log to be compressed; the next runner spools it again).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func writeEntry(tw *tar.Writer, name string, size int64, mtime time.Time, r io.Reader) error {
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: size, ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	n, err := io.Copy(tw, r)
+	if err == nil && n != size {
+		err = fmt.Errorf("%s: read %d bytes, want %d", name, n, size)
+	}
+	return err
+}
+
+func hashFile(path string) (int64, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	return n, hex.EncodeToString(h.Sum(nil)), err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ReadArtifactLog reads up to limit bytes from offset of a task's log inside an artifact
+// (offset < 0: the last -offset bytes). The archive is compressed, so this reads through
+// it up to the slice: it costs in proportion to the offset, unlike a live log.
+func ReadArtifactLog(artifact, taskID string, offset, limit int64) (LogSlice, error) {
+	s := LogSlice{Path: artifact + "#" + logEntry(taskID)}
+	f, err := os.Open(artifact)
+	if err != nil {
+		return s, err
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return s, err
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			s.EOF = true // the task has no log
+			return s, nil
+		}
+		if err != nil {
+			return s, err
+		}
+		if h.Name != logEntry(taskID) {
+			continue
+		}
+		s.Size = h.Size
+		if offset < 0 {
+			offset = max(h.Size+offset, 0)
+		}
+		offset = min(offset, h.Size)
+		limit = min(limit, MaxLogSlice, h.Size-offset)
+		if _, err := io.CopyN(io.Discard, tr, offset); err != nil {
+			return s, err
+		}
+		buf := make([]byte, limit)
+		if _, err := io.ReadFull(tr, buf); err != nil {
+			return s, err
+		}
+		s.Offset, s.Text, s.NextOffset = offset, string(buf), offset+limit
+		s.EOF = s.NextOffset >= h.Size
+		return s, nil
+	}
+}
+
+// removeStaleSpools deletes temporary archives left by runners that are no longer alive
+// (a spool cut short by a crash): they were never renamed, so nothing refers to them.
+func removeStaleSpools(artifactsDir string, alive func(runnerID string) bool) {
+	entries, err := os.ReadDir(artifactsDir)
+	if err != nil {
+		return
+	}
+	for _, ent := range entries {
+		name := ent.Name()
+		if !strings.HasPrefix(name, tempPrefix) {
+			continue
+		}
+		rest := strings.TrimPrefix(name, tempPrefix)
+		// Runner ids are "r-" and 16 characters.
+		if len(rest) < 18 || alive(rest[:18]) {
+			continue
+		}
+		os.Remove(filepath.Join(artifactsDir, name))
+	}
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
