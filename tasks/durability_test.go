@@ -290,3 +290,27 @@ func TestSpool_InterruptedIsRedone(t *testing.T) {
 	m, logs := readArtifact(t, a.Path)
 	checkManifest(t, m, logs)
 }
+
+// A gone runner's PTY session rows: the processes are killed and the rows closed.
+func TestReconcile_KillsSessionsOfAGoneRunner(t *testing.T) {
+	te := newTestEngine(t)
+	dead := deadRunner(t, te.db)
+	cmd := exec.Command("bash", "-c", "sleep 1000 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	pid := cmd.Process.Pid
+	if err := te.db.InsertSession(t.Context(), store.SessionRow{RunnerID: dead.ID, ID: "s1", Command: "bash", Cwd: te.dir,
+		ProcessIdentity: store.IdentifyProcess(pid), Pgid: pid, StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := te.e.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitProcessGone(t, pid)
+	if open, _ := te.db.OpenSessions(t.Context(), dead.ID); len(open) != 0 {
+		t.Errorf("session rows still open: %+v", open)
+	}
+}
