@@ -99,31 +99,11 @@ func median(ds []time.Duration) float64 {
 //
 //	go test -run '^$' -bench ShellRoundTrip -benchtime 200x .
 func BenchmarkShellRoundTrip(b *testing.B) {
-	cmd := exec.Command(binPath, "stdio", "--workspace", b.TempDir(), "--log-level", "warn")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { stdin.Close(); cmd.Wait() }()
-	out := bufio.NewReaderSize(stdout, 1<<20)
-	id := 0
-	call := func(method, params string) string {
-		id++
-		fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)
-		want := fmt.Sprintf(`"id":%d,`, id)
-		for {
-			line, err := out.ReadString('\n')
-			if err != nil {
-				b.Fatal(err)
-			}
-			if strings.Contains(line, want) {
-				return line
-			}
-		}
-	}
+	c := startBenchClient(b)
+	defer c.close()
+	call := c.call
 	call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	fmt.Fprintln(c.stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	open := call("tools/call", `{"name":"shell_open","arguments":{"command":"exec bash --norc --noprofile -i","env":{"PS1":"$ "},"waitFor":"\\$ $"}}`)
 	if !strings.Contains(open, `"sessionId":"s1"`) {
 		b.Fatalf("shell_open: %s", open)
@@ -150,39 +130,18 @@ func BenchmarkShellRoundTrip(b *testing.B) {
 func BenchmarkShellBulkOutput(b *testing.B) {
 	const n = 200_000_000
 	for b.Loop() {
-		cmd := exec.Command(binPath, "stdio", "--workspace", b.TempDir(), "--log-level", "warn")
-		stdin, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		out := bufio.NewReaderSize(stdout, 1<<20)
-		id := 0
-		call := func(method, params string) string {
-			id++
-			fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)
-			want := fmt.Sprintf(`"id":%d,`, id)
-			for {
-				line, err := out.ReadString('\n')
-				if err != nil {
-					b.Fatal(err)
-				}
-				if strings.Contains(line, want) {
-					return line
-				}
-			}
-		}
+		c := startBenchClient(b)
+		call := c.call
 		call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
-		before := peakRSS(b, cmd.Process.Pid)
+		before := peakRSS(b, c.cmd.Process.Pid)
 		t0 := time.Now()
 		call("tools/call", fmt.Sprintf(`{"name":"shell_open","arguments":{"command":"head -c %d /dev/zero | tr '\\\\0' x","timeoutMs":0}}`, n))
 		for !strings.Contains(call("tools/call", `{"name":"shell_list","arguments":{}}`), `"exited":true`) {
 			time.Sleep(20 * time.Millisecond) // a benchmark's poll: no tool call reads the output
 		}
 		elapsed := time.Since(t0)
-		after := peakRSS(b, cmd.Process.Pid)
-		stdin.Close()
-		cmd.Wait()
+		after := peakRSS(b, c.cmd.Process.Pid)
+		c.close()
 		b.ReportMetric(float64(n)/elapsed.Seconds()/1e6, "MB/s")
 		b.ReportMetric(float64(before)/1024, "peak-MiB-before")
 		b.ReportMetric(float64(after)/1024, "peak-MiB-after")
@@ -203,4 +162,46 @@ func peakRSS(b *testing.B, pid int) int {
 	}
 	b.Fatal("no VmHWM")
 	return 0
+}
+
+// benchClient speaks raw JSON-RPC to the built binary, with as little client-side work as
+// possible, so the benchmarks measure the server.
+type benchClient struct {
+	b     *testing.B
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+	id    int
+}
+
+func startBenchClient(b *testing.B) *benchClient {
+	c := &benchClient{b: b, cmd: exec.Command(binPath, "stdio", "--workspace", b.TempDir(), "--log-level", "warn")}
+	c.stdin, _ = c.cmd.StdinPipe()
+	stdout, _ := c.cmd.StdoutPipe()
+	if err := c.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	c.out = bufio.NewReaderSize(stdout, 1<<20)
+	return c
+}
+
+// call sends a request and returns its response line, skipping notifications.
+func (c *benchClient) call(method, params string) string {
+	c.id++
+	fmt.Fprintf(c.stdin, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", c.id, method, params)
+	want := fmt.Sprintf(`"id":%d,`, c.id)
+	for {
+		line, err := c.out.ReadString('\n')
+		if err != nil {
+			c.b.Fatal(err)
+		}
+		if strings.Contains(line, want) {
+			return line
+		}
+	}
+}
+
+func (c *benchClient) close() {
+	c.stdin.Close()
+	c.cmd.Wait()
 }
