@@ -174,7 +174,7 @@ func newTasksStatusCmd(o *tasksOptions) *cobra.Command {
 		Short: "Show a graph and its tasks",
 		Long: "Show a graph and a table of its tasks: state, exit code or error code, attempt and\n" +
 			"duration. The summary line counts failures first and names the tasks that failed.",
-		Example:           "  mcp-harness tasks status g-01JZ8K3W5Q2R7T9VXYZ0ABCDEF\n  mcp-harness tasks status g-01JZ8K3W5Q2R7T9VXYZ0ABCDEF --json",
+		Example:           "  mcp-harness tasks status g-01M8P0M0F0M8T333\n  mcp-harness tasks status g-01M8P0M0F0M8T333 --json",
 		Args:              cliArgs(1, 1, "one argument, GRAPH"),
 		ValidArgsFunction: o.complete(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -216,8 +216,8 @@ func newTasksLogsCmd(o *tasksOptions) *cobra.Command {
 		Long: "Print a task's log (its stdout and stderr, interleaved as written). With -f it goes on\n" +
 			"printing what the task writes until the task ends, then stops by itself; a task that\n" +
 			"has not started yet is waited for.",
-		Example: "  mcp-harness tasks logs g-01JZ8K3W5Q2R7T9VXYZ0ABCDEF build\n" +
-			"  mcp-harness tasks logs -f --tail 20 g-01JZ8K3W5Q2R7T9VXYZ0ABCDEF test",
+		Example: "  mcp-harness tasks logs g-01M8P0M0F0M8T333 build\n" +
+			"  mcp-harness tasks logs -f --tail 20 g-01M8P0M0F0M8T333 test",
 		Args:              cliArgs(2, 2, "two arguments, GRAPH and TASK"),
 		ValidArgsFunction: o.complete(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -274,7 +274,7 @@ func newTasksGraphCmd(o *tasksOptions) *cobra.Command {
 			"A task with several dependencies appears under each; its subtree is drawn once.\n" +
 			"--mermaid prints a Mermaid flowchart and --dot a Graphviz digraph, to paste elsewhere\n" +
 			"(for example: mcp-harness tasks graph G --dot | dot -Tsvg > graph.svg).",
-		Example:           "  mcp-harness tasks graph g-01JZ8K3W5Q2R7T9VXYZ0ABCDEF\n  mcp-harness tasks graph g-01JZ8K3W5Q2R7T9VXYZ0ABCDEF --mermaid",
+		Example:           "  mcp-harness tasks graph g-01M8P0M0F0M8T333\n  mcp-harness tasks graph g-01M8P0M0F0M8T333 --mermaid",
 		Args:              cliArgs(1, 1, "one argument, GRAPH"),
 		ValidArgsFunction: o.complete(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -334,7 +334,7 @@ func newTasksCancelCmd(o *tasksOptions) *cobra.Command {
 			"one are skipped. The command waits (up to --grace and a few seconds more) until the\n" +
 			"running tasks it cancelled have stopped, then prints each task's outcome: cancelled,\n" +
 			"cancelling (still stopping), skipped, or already_terminal. Safe to repeat.",
-		Example:           "  mcp-harness tasks cancel g-01JZ8K3W5Q2R7T9VXYZ0ABCDEF\n  mcp-harness tasks cancel g-01JZ8K3W5Q2R7T9VXYZ0ABCDEF dev-server --grace 10s",
+		Example:           "  mcp-harness tasks cancel g-01M8P0M0F0M8T333\n  mcp-harness tasks cancel g-01M8P0M0F0M8T333 dev-server --grace 10s",
 		Args:              cliArgs(1, -1, "GRAPH and optionally TASK ids"),
 		ValidArgsFunction: o.complete(true),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -15,10 +15,12 @@ const progressEvery = time.Second
 
 // reportProgress sends notifications/progress for a waiting call that carries a
 // progressToken, every progressEvery, with the message report returns, until the returned
-// stop is called. The progress value counts the notifications, since the spec wants it to
-// increase every time and a wait has no natural measure that does; the message says what
-// is going on. stop returns only after the last notification was handed over, so none is sent
-// after it; call it before the call's result is returned. Without a token it does nothing.
+// stop is called; call stop before the call's result is returned. The progress value
+// counts the notifications, since the spec wants it to increase every time and a wait has
+// no natural measure that does; the message says what is going on. mcp-go writes
+// notifications from a goroutine of its own, so one handed over just before stop could
+// still reach the wire after the response: the facade in front of the stdio stream drops
+// those (see facade.go). Without a token it does nothing.
 func (s *Server) reportProgress(ctx context.Context, req mcp.CallToolRequest, report func() string) (stop func()) {
 	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
 		return func() {}
