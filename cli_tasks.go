@@ -238,6 +238,9 @@ func newTasksLogsCmd(o *tasksOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if snap.Graph.ExpiredAt != nil { // finished long ago: the log is in the archive
+				return cliPrintArchivedLog(ctx, ws.DB, cmd.OutOrStdout(), snap.Graph.ID, t.ID, tail)
+			}
 			path := tasks.LogPath(ws.LogsDir, snap.Graph.ID, t.ID)
 			lf := cliLogFollower{db: ws.DB, graph: snap.Graph, taskID: t.ID, path: path, w: cmd.OutOrStdout(), poll: cliFollowPoll}
 			if err := lf.start(tail); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -204,4 +205,45 @@ func cliTailOffset(path string, n int) (int64, error) {
 		}
 	}
 	return 0, nil
+}
+
+// cliPrintArchivedLog prints a task's log from its graph's artifact (an expired graph has
+// no live logs), the last tailLines lines only when tailLines >= 0. The archive is
+// compressed, so this reads it from the start whatever is printed.
+func cliPrintArchivedLog(ctx context.Context, db *store.DB, w io.Writer, graphID, taskID string, tailLines int) error {
+	a, err := db.GetArtifact(ctx, graphID)
+	if err != nil {
+		return fmt.Errorf("graph %s has expired but its archive is not recorded: %w", graphID, err)
+	}
+	r, _, err := tasks.OpenArtifactLog(a.Path, taskID)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // the task never wrote a log
+	}
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if tailLines < 0 {
+		_, err = io.Copy(w, r)
+		return err
+	}
+	// Keep the last tailLines lines as they stream past.
+	lines := make([]string, 0, tailLines+1)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > tailLines {
+			lines = lines[1:]
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	for _, l := range lines {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -190,6 +191,15 @@ func TestE2E_RetentionExpiry(t *testing.T) {
 	list := structuredOf(t, s.toolCall("tasks_list", map[string]any{"graphId": graphID}))
 	if g := list["graphs"].([]any)[0].(map[string]any); g["expired"] != true {
 		t.Errorf("tasks_list does not mark the graph expired: %v", g)
+	}
+	// The operator CLI reads an expired graph's logs from the archive too.
+	out, err := exec.Command(binPath, "tasks", "logs", graphID, "a", "--workspace", ws).Output()
+	if err != nil || len(strings.Split(strings.TrimSpace(string(out)), "\n")) != 1000 {
+		t.Errorf("tasks logs of an expired graph: %d bytes, %v", len(out), err)
+	}
+	out, err = exec.Command(binPath, "tasks", "logs", graphID, "a", "--tail", "2", "--workspace", ws).Output()
+	if err != nil || string(out) != "999\n1000\n" {
+		t.Errorf("tasks logs --tail 2 of an expired graph = %q, %v", out, err)
 	}
 }
 

@@ -295,3 +295,35 @@ func nonNilStrings(s []string) []string {
 	}
 	return s
 }
+
+// OpenArtifactLog opens a task's log inside an artifact for reading from its start, and
+// says how long it is. It returns fs.ErrNotExist when the task has no log there.
+func OpenArtifactLog(artifact, taskID string) (io.ReadCloser, int64, error) {
+	f, err := os.Open(artifact)
+	if err != nil {
+		return nil, 0, err
+	}
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			f.Close()
+			return nil, 0, fmt.Errorf("%s in %s: %w", logEntry(taskID), artifact, fs.ErrNotExist)
+		}
+		if err != nil {
+			f.Close()
+			return nil, 0, err
+		}
+		if h.Name == logEntry(taskID) {
+			return struct {
+				io.Reader
+				io.Closer
+			}{tr, f}, h.Size, nil
+		}
+	}
+}
