@@ -153,7 +153,7 @@ type (
 		Expired    bool     `json:"expired"`
 		Progress   progress `json:"progress"`
 	}
-	listResult2 struct {
+	tasksListResult struct {
 		Tasks      []listTask     `json:"tasks"`
 		Graphs     []graphSummary `json:"graphs"`
 		NextCursor *string        `json:"nextCursor"`
@@ -587,7 +587,7 @@ func (s *Server) tasksList(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		return s.toolError("tasks_list", err), nil
 	}
 	now := time.Now()
-	out := listResult2{Tasks: []listTask{}, Graphs: []graphSummary{}}
+	out := tasksListResult{Tasks: []listTask{}, Graphs: []graphSummary{}}
 	if page.Next != "" {
 		out.NextCursor = &page.Next
 	}
