@@ -314,3 +314,67 @@ func TestReconcile_KillsSessionsOfAGoneRunner(t *testing.T) {
 		t.Errorf("session rows still open: %+v", open)
 	}
 }
+
+// A runner whose process exists but has been silent well past its lease has stalled: it is
+// gone, unless the judge has itself just woken up (its own lease expired too).
+func TestReconcile_StalledRunner(t *testing.T) {
+	te := newTestEngine(t)
+	stalled, _ := te.db.RegisterRunner(t.Context(), "stalled", time.Minute) // this live process
+	g := store.GraphRow{ID: store.NewID("g-"), RunnerID: stalled.ID, MaxParallel: 1, CreatedAt: time.Now()}
+	te.db.InsertGraph(t.Context(), g, []store.TaskRow{{GraphID: g.ID, ID: "a", Command: "true", Cwd: te.dir, TaskState: store.TaskState{Status: "pending"}}})
+	os.MkdirAll(filepath.Join(te.ws.LogsDir(), g.ID), 0o700)
+	expire := func(id string, ago time.Duration) {
+		if _, err := te.db.ExecForTest(t.Context(), `UPDATE runners SET lease_expires_at = ? WHERE id = ?`, time.Now().Add(-ago).UnixMilli(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expire(stalled.ID, 10*time.Second) // not silent for long enough yet
+	te.e.Reconcile(t.Context())
+	if got, _ := te.db.GetGraph(t.Context(), g.ID); got.RunnerID != stalled.ID {
+		t.Fatalf("a runner 10s past its lease was taken over")
+	}
+	expire(stalled.ID, time.Hour)
+	expire(te.e.cfg.RunnerID, time.Second) // the judge itself has just woken up
+	te.e.Reconcile(t.Context())
+	if got, _ := te.db.GetGraph(t.Context(), g.ID); got.RunnerID != stalled.ID {
+		t.Fatalf("a runner whose own lease expired took over a stalled one")
+	}
+	if err := te.db.RenewLease(t.Context(), te.e.cfg.RunnerID, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	te.e.Reconcile(t.Context())
+	tasks := te.waitDone(t, g.ID)
+	wantState(t, tasks, "a", Succeeded, "")
+}
+
+// A runner whose graph was adopted by another does not start its tasks any more.
+func TestEngine_AdoptedGraphIsNotStartedTwice(t *testing.T) {
+	te := newTestEngine(t, func(c *Config) { c.MaxParallel = 1 })
+	gate := filepath.Join(te.dir, "gate")
+	sub := te.submit(t, Spec{Tasks: []TaskSpec{tsk("first", "while [ ! -f "+gate+" ]; do sleep 0.02; done"), tsk("second", "touch second-ran")}})
+	te.waitStatus(t, sub.Graph.ID, "first", Running)
+	other, _ := te.db.RegisterRunner(t.Context(), "adopter", time.Minute)
+	if _, err := te.db.ExecForTest(t.Context(), `UPDATE graphs SET runner_id = ? WHERE id = ?`, other.ID, sub.Graph.ID); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(gate, nil, 0o600) // first ends; the slot frees; second must not start here
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		te.e.mu.Lock()
+		_, still := te.e.graphs[sub.Graph.ID]
+		te.e.mu.Unlock()
+		if !still {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	if _, err := os.Stat(filepath.Join(te.dir, "second-ran")); err == nil {
+		t.Errorf("the second task ran although the graph was adopted by another runner")
+	}
+	rows, _ := te.db.GraphTasks(t.Context(), sub.Graph.ID)
+	for _, r := range rows {
+		if r.ID == "second" && r.Status != string(Pending) {
+			t.Errorf("second = %s, want pending (left to the adopter)", r.Status)
+		}
+	}
+}

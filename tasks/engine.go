@@ -349,6 +349,16 @@ func (e *Engine) start(g *graph, t *task) []launch {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t.starting = false
+	if errors.Is(err, errAdopted) {
+		// Another runner owns the graph now: forget it here; whatever this runner records
+		// for it would be refused by the store anyway.
+		g.running--
+		e.running--
+		e.waiters.Done()
+		e.log.Warn("a graph of this runner was adopted by another; leaving it to that runner", "graph", g.row.ID)
+		e.forgetLocked(g)
+		return e.scheduleLocked()
+	}
 	if err != nil {
 		g.running--
 		e.running--
@@ -376,6 +386,11 @@ func (e *Engine) start(g *graph, t *task) []launch {
 // handed to the child as its stdout and stderr, so output never passes through this
 // process.
 func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
+	// A runner that stalled past its lease may have had its graphs adopted meanwhile: the
+	// adopter runs them now, so starting a task here would run it twice.
+	if owner, err := e.cfg.DB.GetGraphHead(context.Background(), g.row.ID); err == nil && owner.RunnerID != e.cfg.RunnerID {
+		return nil, errAdopted
+	}
 	logFile, err := os.OpenFile(e.logPath(g.row.ID, t.row.ID), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the log: %v", err)
@@ -618,6 +633,22 @@ func (e *Engine) cancelTaskLocked(g *graph, t *task, code, reason string, grace 
 		return OutcomeCancelling
 	}
 	return OutcomeAlreadyTerminal
+}
+
+// errAdopted reports a start refused because another runner adopted the graph.
+var errAdopted = errors.New("the graph was adopted by another runner")
+
+// forgetLocked stops scheduling a graph another runner has adopted: its pending tasks stay
+// as the store has them, for the adopter.
+func (e *Engine) forgetLocked(g *graph) {
+	g.ready = nil
+	delete(e.graphs, g.row.ID)
+	for i, o := range e.order {
+		if o == g {
+			e.order = append(e.order[:i:i], e.order[i+1:]...)
+			break
+		}
+	}
 }
 
 func (e *Engine) dropLocked(g *graph) {

@@ -35,9 +35,13 @@ func (e *Engine) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	self, err := e.cfg.DB.GetRunner(ctx, e.cfg.RunnerID)
+	if err != nil {
+		return err
+	}
 	now := time.Now()
 	for _, r := range runners {
-		if r.Live(now) {
+		if !e.gone(r, self, now) {
 			continue
 		}
 		if err := e.reap(ctx, r); err != nil {
@@ -45,6 +49,27 @@ func (e *Engine) Reconcile(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// staleAfter is how long past its lease a runner whose process still exists must stay
+// silent before it counts as gone. A process that exists but does not renew its lease has
+// stalled (stopped, or the machine slept); when the machine wakes, every lease on it has
+// expired at once, and a runner that wakes a moment before another must not take over
+// graphs whose runner is about to renew.
+const staleAfter = 30 * time.Second
+
+// gone judges whether runner r is gone, as seen by this runner (self): stopped, or its
+// process dead, or silent for staleAfter past its lease while this runner's own lease is
+// current (a runner that has itself just woken up judges nobody by silence).
+func (e *Engine) gone(r, self store.Runner, now time.Time) bool {
+	switch {
+	case r.StoppedAt != nil, !r.Alive():
+		return true
+	case now.Before(r.LeaseExpiresAt):
+		return false
+	}
+	selfCurrent := self.StoppedAt == nil && now.Before(self.LeaseExpiresAt)
+	return selfCurrent && now.Sub(r.LeaseExpiresAt) > staleAfter
 }
 
 func (e *Engine) reap(ctx context.Context, r store.Runner) error {
