@@ -205,3 +205,34 @@ func (c *benchClient) close() {
 	c.stdin.Close()
 	c.cmd.Wait()
 }
+
+// BenchmarkShutdownBusy closes the server's stdin while it runs two tasks and a shell
+// session, and measures the time to its exit: the window a client waits before SIGKILL.
+// "polite" tasks exit on SIGTERM; a "stubborn" one ignores it and is killed after the 2 s
+// grace.
+//
+//	go test -run '^$' -bench ShutdownBusy -benchtime 5x .
+func BenchmarkShutdownBusy(b *testing.B) {
+	for _, tc := range []struct{ name, command string }{
+		{"polite", "sleep 1000"},
+		{"stubborn", "trap '' TERM; sleep 1000 & wait; sleep 1000"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var exits []time.Duration
+			for b.Loop() {
+				c := startBenchClient(b)
+				c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
+				c.call("tools/call", fmt.Sprintf(`{"name":"tasks_run","arguments":{"tasks":[{"id":"a","command":%q},{"id":"b","command":"sleep 1000"}]}}`, tc.command))
+				c.call("tools/call", `{"name":"shell_open","arguments":{"command":"exec bash --norc -i","timeoutMs":300}}`)
+				c.call("tools/call", `{"name":"tasks_list","arguments":{"status":"running"}}`)
+				t0 := time.Now()
+				c.close()
+				exits = append(exits, time.Since(t0))
+				if code := c.cmd.ProcessState.ExitCode(); code != 0 {
+					b.Fatalf("exit code %d", code)
+				}
+			}
+			b.ReportMetric(median(exits), "ms-to-exit")
+		})
+	}
+}
