@@ -102,7 +102,7 @@ type Engine struct {
 	running int               // tasks running, runner-wide
 	closed  bool
 
-	writes   chan []store.TaskUpdate
+	writes   chan writeItem
 	changes  *notifier
 	stopBG   context.CancelFunc
 	bg       sync.WaitGroup // watchLoop, spoolLoop
@@ -158,7 +158,7 @@ func NewEngine(cfg Config) *Engine {
 		cfg: cfg, log: cfg.Logger, shell: shell,
 		env:     mergeEnv(os.Environ(), taskDefaults),
 		graphs:  map[string]*graph{},
-		writes:  make(chan []store.TaskUpdate, 4096),
+		writes:  make(chan writeItem, 4096),
 		spoolq:  make(chan string, 1024),
 		changes: newNotifier(),
 	}
@@ -293,8 +293,9 @@ func firstBlocker(t *task) *task {
 // launch is a task picked to start: its slot is taken, and the process is started by
 // start, outside the engine's lock.
 type launch struct {
-	g *graph
-	t *task
+	g        *graph
+	t        *task
+	recorded <-chan struct{} // closed once its running state is in the store
 }
 
 // scheduleLocked picks the ready tasks that the graph and runner caps let start, visiting
@@ -316,15 +317,26 @@ func (e *Engine) scheduleLocked() []launch {
 				t.row.StartedAt = &now
 			}
 			t.row.Status = string(Running)
+			t.row.Pid, t.row.Pgid, t.row.ProcStart, t.row.Message = nil, nil, nil, nil
 			t.timedOut, t.cancelReason, t.cancelCode = false, "", ""
 			t.starting = true
 			g.running++
 			e.running++
 			e.waiters.Add(1) // Close waits for the start and the wait that follows
-			out = append(out, launch{g, t})
+			e.sendLocked(t)
+			out = append(out, launch{g: g, t: t})
 		}
 		if e.running >= e.cfg.MaxParallel {
 			break
+		}
+	}
+	if len(out) > 0 {
+		// A task is recorded running before its process exists: if this runner dies in
+		// between, the next one records it RUNNER_RESTARTED rather than running it a second
+		// time. One barrier serves every task picked here.
+		recorded := e.barrierLocked()
+		for i := range out {
+			out[i].recorded = recorded
 		}
 	}
 	return out
@@ -334,6 +346,7 @@ func (e *Engine) scheduleLocked() []launch {
 func (e *Engine) launchAll(ls []launch) {
 	for len(ls) > 0 {
 		l := ls[0]
+		<-l.recorded
 		ls = append(ls[1:], e.start(l.g, l.t)...)
 	}
 }
@@ -658,7 +671,7 @@ func (e *Engine) dropLocked(g *graph) {
 	delete(e.graphs, g.row.ID)
 	// The graph is archived once its last state is in the store: a marker queued behind
 	// that state tells the writer (see writeLoop).
-	e.writes <- []store.TaskUpdate{{GraphID: g.row.ID}}
+	e.writes <- writeItem{finished: g.row.ID}
 	for i, o := range e.order {
 		if o == g {
 			e.order = append(e.order[:i:i], e.order[i+1:]...)
@@ -667,10 +680,27 @@ func (e *Engine) dropLocked(g *graph) {
 	}
 }
 
+// writeItem is one entry of the write queue: a task's new state, a graph that finished
+// (to archive once its last state is committed), or a barrier (closed once everything
+// queued before it is committed).
+type writeItem struct {
+	update   *store.TaskUpdate
+	finished string
+	barrier  chan struct{}
+}
+
 // sendLocked queues t's current state for the store. Called with e.mu held, so the queue
 // holds every task's changes in the order they happened.
 func (e *Engine) sendLocked(t *task) {
-	e.writes <- []store.TaskUpdate{{GraphID: t.row.GraphID, TaskID: t.row.ID, TaskState: t.row.TaskState}}
+	e.writes <- writeItem{update: &store.TaskUpdate{GraphID: t.row.GraphID, TaskID: t.row.ID, TaskState: t.row.TaskState}}
+}
+
+// barrierLocked returns a channel that is closed once everything queued so far is in the
+// store.
+func (e *Engine) barrierLocked() <-chan struct{} {
+	ch := make(chan struct{})
+	e.writes <- writeItem{barrier: ch}
+	return ch
 }
 
 // writeLoop commits queued state changes, everything queued so far in one transaction,
@@ -678,7 +708,8 @@ func (e *Engine) sendLocked(t *task) {
 func (e *Engine) writeLoop() {
 	defer e.writer.Done()
 	ctx := context.Background()
-	for batch := range e.writes {
+	for first := range e.writes {
+		batch := []writeItem{first}
 		open := true
 	drain:
 		for len(batch) < 4096 {
@@ -688,20 +719,15 @@ func (e *Engine) writeLoop() {
 					open = false
 					break drain
 				}
-				batch = append(batch, more...)
+				batch = append(batch, more)
 			default:
 				break drain
 			}
 		}
-		// Entries without a task id mark graphs that finished: archive them once the batch
-		// (which holds their last states) is committed.
-		updates := batch[:0:0]
-		var finished []string
-		for _, u := range batch {
-			if u.TaskID == "" {
-				finished = append(finished, u.GraphID)
-			} else {
-				updates = append(updates, u)
+		var updates []store.TaskUpdate
+		for _, it := range batch {
+			if it.update != nil {
+				updates = append(updates, *it.update)
 			}
 		}
 		if err := e.cfg.DB.UpdateTasks(ctx, e.cfg.RunnerID, updates); err != nil {
@@ -714,10 +740,15 @@ func (e *Engine) writeLoop() {
 				e.changes.fire(u.GraphID)
 			}
 		}
-		for _, id := range finished {
-			select {
-			case e.spoolq <- id:
-			default: // a full queue: the next sweep finds the graph unarchived
+		for _, it := range batch {
+			switch {
+			case it.barrier != nil:
+				close(it.barrier)
+			case it.finished != "":
+				select {
+				case e.spoolq <- it.finished:
+				default: // a full queue: the next sweep finds the graph unarchived
+				}
 			}
 		}
 		if !open {
