@@ -378,3 +378,27 @@ func TestEngine_AdoptedGraphIsNotStartedTwice(t *testing.T) {
 		}
 	}
 }
+
+// A runner that died between starting a task and recording its pid: the next runner finds
+// the task's processes by the marker in their environment.
+func TestReconcile_FindsUnrecordedProcessesByMarker(t *testing.T) {
+	te := newTestEngine(t)
+	dead := deadRunner(t, te.db)
+	g := store.GraphRow{ID: store.NewID("g-"), RunnerID: dead.ID, MaxParallel: 1, CreatedAt: time.Now()}
+	if _, _, err := te.db.InsertGraph(t.Context(), g, []store.TaskRow{{GraphID: g.ID, ID: "a", Command: "sleep 1000", Cwd: te.dir, TaskState: store.TaskState{Status: "pending"}}}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	te.db.UpdateTasks(t.Context(), dead.ID, []store.TaskUpdate{{GraphID: g.ID, TaskID: "a", TaskState: store.TaskState{Status: "running", Attempt: 1, StartedAt: &now}}})
+	cmd := exec.Command("sleep", "1000")
+	cmd.Env = append(os.Environ(), taskMarker(g.ID, "a"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	if err := te.e.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitProcessGone(t, cmd.Process.Pid)
+	wantState(t, te.waitDone(t, g.ID), "a", Failed, CodeRunnerRestarted)
+}

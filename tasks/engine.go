@@ -414,7 +414,9 @@ func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
 	}
 	cmd := exec.Command(e.shell, "-c", t.row.Command)
 	cmd.Dir = t.row.Cwd
-	cmd.Env = mergeEnv(e.env, t.row.Env)
+	// The marker lets a later runner find every process of this task, grandchildren
+	// included, even if this runner dies before it records the task's pid.
+	cmd.Env = append(mergeEnv(e.env, t.row.Env), taskMarker(g.row.ID, t.row.ID))
 	cmd.Stdout, cmd.Stderr = logFile, logFile // *os.File: passed to the child as is
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

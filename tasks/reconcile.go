@@ -89,6 +89,7 @@ func (e *Engine) reap(ctx context.Context, r store.Runner) error {
 			if t.Pgid != nil && t.ProcStart != nil {
 				killSession(*t.Pgid, *t.ProcStart)
 			}
+			killMarked(taskMarker(to.Graph.ID, t.ID))
 		}
 		rows, err := e.cfg.DB.GraphTasks(ctx, to.Graph.ID)
 		if err != nil {
@@ -162,4 +163,39 @@ func parseSessionAndStart(stat []byte) (sid int, start uint64, ok bool) {
 	sid, err1 := strconv.Atoi(f[6-3])
 	start, err2 := strconv.ParseUint(f[22-3], 10, 64)
 	return sid, start, err1 == nil && err2 == nil
+}
+
+// markerVar names the environment variable every task process carries.
+const markerVar = "MCP_HARNESS_TASK"
+
+// taskMarker is the environment entry that marks a task's processes.
+func taskMarker(graphID, taskID string) string {
+	return markerVar + "=" + graphID + "/" + taskID
+}
+
+// killMarked kills, with SIGKILL, every process whose environment carries marker: what a
+// task left running, found even when its runner died before recording the task's pid. A
+// process that rewrote its environment escapes this, and is left to the session check.
+func killMarked(marker string) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	want := []byte(marker)
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, want) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				break
+			}
+		}
+	}
 }
