@@ -76,6 +76,9 @@ func (db *DB) AdoptGraphs(ctx context.Context, gone, adopter, code, message stri
 				WHERE graph_id = ? AND status = 'running'`, code, message, now, g.ID); err != nil {
 				return err
 			}
+			if err := touchGraph(ctx, tx, g.ID, now); err != nil {
+				return err
+			}
 			g.RunnerID = adopter
 			out = append(out, Takeover{Graph: g, Restarted: running})
 		}

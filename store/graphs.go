@@ -147,15 +147,24 @@ func (db *DB) UpdateTasks(ctx context.Context, runnerID string, updates []TaskUp
 			}
 		}
 		for _, id := range order {
-			if _, err := tx.ExecContext(ctx, `UPDATE graphs SET version = version + 1,
-				finished_at = CASE WHEN EXISTS (SELECT 1 FROM tasks WHERE graph_id = ?1 AND status IN ('pending', 'running'))
-					THEN NULL ELSE COALESCE(finished_at, ?2) END
-				WHERE id = ?1`, id, now); err != nil {
-				return fmt.Errorf("update graph %s: %w", id, err)
+			if err := touchGraph(ctx, tx, id, now); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
+}
+
+// touchGraph bumps a graph's version after its tasks changed and sets its finished_at once
+// no task is left pending or running.
+func touchGraph(ctx context.Context, tx *sql.Tx, id string, now int64) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE graphs SET version = version + 1,
+		finished_at = CASE WHEN EXISTS (SELECT 1 FROM tasks WHERE graph_id = ?1 AND status IN ('pending', 'running'))
+			THEN NULL ELSE COALESCE(finished_at, ?2) END
+		WHERE id = ?1`, id, now); err != nil {
+		return fmt.Errorf("update graph %s: %w", id, err)
+	}
+	return nil
 }
 
 // GetGraph reads one graph.
