@@ -264,6 +264,7 @@ func (e *Engine) adoptLocked(row store.GraphRow, rows []store.TaskRow) {
 		}
 	}
 	if g.unfinished == 0 {
+		e.writes <- writeItem{finished: row.ID} // nothing left to run: archive it
 		return
 	}
 	e.graphs[row.ID] = g
