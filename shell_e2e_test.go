@@ -124,13 +124,16 @@ func TestE2E_WaitingCallsDoNotBlockQuickOnes(t *testing.T) {
 	s.initialize()
 	const waiters = 4
 	var ids []string
+	var cursors []any
 	for i := 0; i < waiters; i++ {
-		ids = append(ids, structuredOf(t, s.toolCall("shell_open", bashOpen))["sessionId"].(string))
+		open := structuredOf(t, s.toolCall("shell_open", bashOpen))
+		ids, cursors = append(ids, open["sessionId"].(string)), append(cursors, open["cursor"])
 	}
-	// Each waiter waits for a line only a later call will produce.
+	// Each waiter waits for a line only a later call will produce. It reads from a fixed
+	// offset, so it sees that line whether its wait begins before or after the line comes.
 	for i, id := range ids {
 		s.send(map[string]any{"id": 1000 + i, "method": "tools/call", "params": map[string]any{
-			"name": "shell_io", "arguments": map[string]any{"sessionId": id, "waitFor": "(?m)^RELEASED$", "timeoutMs": 25000},
+			"name": "shell_io", "arguments": map[string]any{"sessionId": id, "since": cursors[i], "waitFor": "(?m)^RELEASED$", "timeoutMs": 25000},
 		}})
 	}
 	s.send(map[string]any{"id": 2000, "method": "tools/call", "params": map[string]any{"name": "shell_list", "arguments": map[string]any{}}})
