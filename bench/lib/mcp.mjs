@@ -1,0 +1,188 @@
+// Shared pieces of the benchmarks: launching a stdio MCP server with the official TypeScript
+// SDK's client (the same client code for every server), reading a process's memory and CPU
+// from /proc, and small statistics helpers.
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+export const benchDir = path.dirname(path.dirname(new URL(import.meta.url).pathname));
+
+// Where Desktop Commander's stdio entry point lives once `npm ci` has run (null if absent).
+export function desktopCommanderEntry() {
+  const pkg = path.join(benchDir, 'node_modules', '@wonderwhy-er', 'desktop-commander', 'package.json');
+  if (!fs.existsSync(pkg)) return null;
+  const meta = JSON.parse(fs.readFileSync(pkg, 'utf8'));
+  const bin = typeof meta.bin === 'string' ? meta.bin : meta.bin?.['desktop-commander'];
+  const entry = path.join(path.dirname(pkg), bin || meta.main || 'dist/index.js');
+  return fs.existsSync(entry) ? { entry, version: meta.version } : null;
+}
+
+export function tempDir(prefix) {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `mcph-bench-${prefix}-`));
+}
+
+export function removeDir(dir) {
+  try {
+    fs.rmSync(dir, { recursive: true, force: true });
+  } catch {
+    // a process still writing there: leave it to the OS's temp cleaning
+  }
+}
+
+// A home directory for Desktop Commander, so that it neither reads nor writes the real
+// user's ~/.claude-server-commander. It holds an empty stand-in for the Chrome build that
+// Desktop Commander downloads once (for PDF export) on its first start: a real user has it
+// after the first day, and without it every benchmark spawn would start a background
+// download (or a failing one, offline).
+export function desktopCommanderHome() {
+  const home = tempDir('dc-home');
+  const chrome = path.join(home, '.claude-server-commander', 'puppeteer-cache', 'chrome', 'linux-0', 'chrome-linux64');
+  fs.mkdirSync(chrome, { recursive: true });
+  fs.writeFileSync(path.join(chrome, 'chrome'), '', { mode: 0o755 });
+  return home;
+}
+
+// The PATH both servers get: the system's directories (and node's), none of the user's.
+// Desktop Commander runs `python3 --version` synchronously (blocking its event loop) for
+// every telemetry event it builds, even with telemetry off, several times a tool call: with
+// a version manager's shim first on PATH (pyenv's bash scripts take about 0.5 s) it would
+// pay for this machine's setup rather than for its own design.
+export function serverPath() {
+  const dirs = [path.dirname(process.execPath), '/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+  return [...new Set(dirs)].join(':');
+}
+
+// serverSpec describes how to launch each server under test.
+export function harnessSpec(bin, workspace, extraArgs = []) {
+  return {
+    name: 'mcp-harness',
+    command: path.resolve(bin),
+    args: ['stdio', '--workspace', workspace, '--log-level', 'warn', ...extraArgs],
+    env: { PATH: serverPath() },
+    cwd: workspace,
+  };
+}
+
+export function desktopCommanderSpec(entry, home, cwd) {
+  return {
+    name: 'Desktop Commander',
+    // node itself, not npx: the process we measure is the server.
+    command: process.execPath,
+    args: [entry],
+    env: { HOME: home, PATH: serverPath(), DESKTOP_COMMANDER_DISABLE_TELEMETRY: '1' },
+    cwd,
+  };
+}
+
+// start launches a server, connects (initialize + initialized) and lists its tools. The time
+// is taken from just before the spawn to the tools/list answer.
+export async function start(spec) {
+  const transport = new StdioClientTransport({
+    command: spec.command,
+    args: spec.args,
+    env: spec.env,
+    cwd: spec.cwd,
+    stderr: 'pipe',
+  });
+  let stderrTail = '';
+  transport.stderr.on('data', (d) => {
+    stderrTail = (stderrTail + d).slice(-4096);
+  });
+  const client = new Client({ name: 'mcp-harness-bench', version: '1' });
+  const t0 = performance.now();
+  await client.connect(transport);
+  const tools = await client.listTools();
+  const ms = performance.now() - t0;
+  const pid = transport.pid;
+  const server = {
+    spec,
+    client,
+    transport,
+    pid,
+    startMs: ms,
+    tools,
+    toolsListBytes: Buffer.byteLength(JSON.stringify(tools)),
+    stderr: () => stderrTail,
+    async call(name, args, timeout = 120_000) {
+      const res = await client.callTool({ name, arguments: args }, undefined, { timeout });
+      if (res.isError) {
+        throw new Error(`${spec.name} ${name}: ${textOf(res).slice(0, 500)}`);
+      }
+      return res;
+    },
+    async close() {
+      const exited = new Promise((resolve) => {
+        if (!alive(pid)) return resolve();
+        const t = setInterval(() => {
+          if (!alive(pid)) {
+            clearInterval(t);
+            resolve();
+          }
+        }, 20);
+        t.unref();
+      });
+      await client.close();
+      let timer;
+      await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 10_000)))]);
+      clearTimeout(timer);
+    },
+  };
+  return server;
+}
+
+export function textOf(res) {
+  return (res.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+}
+
+export function alive(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) Z /.test(stat);
+  } catch {
+    return false;
+  }
+}
+
+// memory returns VmRSS and VmHWM (peak) of a process in KiB.
+export function memory(pid) {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (k) => Number((status.match(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm')) || [])[1]);
+  return { rss: field('VmRSS'), hwm: field('VmHWM') };
+}
+
+const clockTicks = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+// cpu returns a process's own CPU time (user + system) and that of its reaped children, in ms.
+export function cpu(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // after the command: state(0) ... utime(11) stime(12) cutime(13) cstime(14)
+  const ms = (n) => (Number(n) * 1000) / clockTicks;
+  return { self: ms(f[11]) + ms(f[12]), children: ms(f[13]) + ms(f[14]) };
+}
+
+export function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export function median(xs) {
+  if (!xs.length) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+// log writes progress to stderr, so stdout carries only the table.
+export function log(...args) {
+  process.stderr.write(`[bench] ${args.join(' ')}\n`);
+}

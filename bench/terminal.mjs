@@ -1,0 +1,244 @@
+// Terminal tools: mcp-harness against Desktop Commander, both launched over stdio and driven
+// by the same client (the official TypeScript SDK). Measured for each server in the same
+// run, steps interleaved so that a noisy moment of the machine hits both:
+//
+//   - cold start: spawn to the tools/list answer (initialize first), median of N spawns;
+//   - server RSS right after that answer (VmRSS of the server process itself), median;
+//   - the size of the tools/list answer in bytes (what every conversation pays in context);
+//   - interactive round trip: type `echo R<n>` into a bash session and get R<n> back,
+//     median of N after a warm-up;
+//   - bulk output: a program that writes B bytes (20 MB) through a session, from the call
+//     that starts it to the answer that shows its last line; the server's peak RSS (VmHWM).
+
+import fs from 'node:fs';
+import {
+  start, harnessSpec, desktopCommanderSpec, desktopCommanderHome, tempDir, removeDir,
+  memory, median, textOf, log, sleep,
+} from './lib/mcp.mjs';
+
+export async function runTerminal({ bin, dc, quick }) {
+  const cfg = quick
+    ? { spawns: 1, warmSpawns: 0, trips: 2, warmTrips: 1, tripPauseMs: 200, bulkBytes: 1_000_000 }
+    : { spawns: 10, warmSpawns: 1, trips: 30, warmTrips: 3, tripPauseMs: 200, bulkBytes: 20_000_000 };
+  const ws = tempDir('term-ws');
+  const dcHome = dc ? desktopCommanderHome() : null;
+  const dcCwd = dc ? tempDir('dc-cwd') : null;
+  const specs = [harnessSpec(bin, ws)];
+  if (dc) specs.push(desktopCommanderSpec(dc.entry, dcHome, dcCwd));
+  const out = { config: cfg, servers: {} };
+  for (const s of specs) out.servers[s.name] = { startMs: [], rssKiB: [] };
+  try {
+    // Cold start and RSS, interleaved.
+    for (let i = 0; i < cfg.warmSpawns + cfg.spawns; i++) {
+      for (const spec of specs) {
+        const srv = await start(spec);
+        try {
+          const mem = memory(srv.pid);
+          const r = out.servers[spec.name];
+          r.toolsListBytes = srv.toolsListBytes;
+          r.tools = srv.tools.tools.length;
+          if (i >= cfg.warmSpawns) {
+            r.startMs.push(srv.startMs);
+            r.rssKiB.push(mem.rss);
+          }
+          log(`cold start ${spec.name}: ${srv.startMs.toFixed(1)} ms, RSS ${mem.rss} KiB`);
+        } finally {
+          await srv.close();
+        }
+      }
+    }
+    for (const spec of specs) {
+      const r = out.servers[spec.name];
+      r.startMedianMs = median(r.startMs);
+      r.rssMedianKiB = median(r.rssKiB);
+    }
+
+    // Interactive round trips: one long-lived server each, both warmed up first.
+    const sessions = [];
+    try {
+      for (const spec of specs) {
+        const s = { spec, srv: await start(spec) };
+        sessions.push(s);
+        s.shell = await openShell(s.srv);
+      }
+      const trips = {};
+      for (let n = 1; n <= cfg.warmTrips + cfg.trips; n++) {
+        for (const { spec, srv, shell } of sessions) {
+          for (const flow of shell.flows) {
+            const key = `${spec.name}\t${flow.name}`;
+            const v = n * 1000 + Math.floor(Math.random() * 1000);
+            // An agent's calls come seconds apart; back to back, what Desktop Commander
+            // does after answering the previous call (building telemetry events, which
+            // runs `python3 --version` synchronously, and saving usage stats) would still
+            // be running and slow the next one down.
+            await sleep(cfg.tripPauseMs);
+            const t0 = performance.now();
+            await flow.trip(v);
+            const ms = performance.now() - t0;
+            if (n > cfg.warmTrips) (trips[key] ||= []).push(ms);
+          }
+        }
+      }
+      for (const { spec, srv } of sessions) {
+        const r = out.servers[spec.name];
+        r.roundTrip = {};
+        for (const [key, xs] of Object.entries(trips)) {
+          const [name, flow] = key.split('\t');
+          if (name === spec.name) r.roundTrip[flow] = median(xs);
+        }
+        // The peer's best flow is its baseline.
+        r.roundTripMs = Math.min(...Object.values(r.roundTrip));
+        r.roundTripFlow = Object.entries(r.roundTrip).find(([, v]) => v === r.roundTripMs)[0];
+        log(`round trip ${spec.name}: ${JSON.stringify(r.roundTrip)}`);
+        r.rssAfterTripsKiB = memory(srv.pid).rss;
+      }
+    } finally {
+      for (const { srv } of sessions) await srv.close();
+    }
+
+    // Bulk output: a fresh server each, so the peak belongs to this step.
+    for (const spec of specs) {
+      const srv = await start(spec);
+      try {
+        const before = memory(srv.pid);
+        const t0 = performance.now();
+        const b = await bulk(srv, cfg.bulkBytes);
+        const ms = performance.now() - t0;
+        const after = memory(srv.pid);
+        const r = out.servers[spec.name];
+        r.bulkMs = ms;
+        r.bulkTextBytes = b.textBytes;
+        r.bulkLostTail = b.lostTail;
+        r.bulkPeakKiB = after.hwm;
+        r.bulkPeakBeforeKiB = before.hwm;
+        log(`bulk ${cfg.bulkBytes} B ${spec.name}: ${ms.toFixed(0)} ms, peak RSS ${before.hwm} -> ${after.hwm} KiB`);
+      } finally {
+        await srv.close();
+      }
+    }
+  } finally {
+    removeDir(ws);
+    if (dcHome) removeDir(dcHome);
+    if (dcCwd) removeDir(dcCwd);
+  }
+  return out;
+}
+
+const valueLine = (v) => new RegExp(`(^|\\n)R${v}\\r?(\\n|$)`);
+
+// openShell starts an interactive bash in the server's terminal session and returns the
+// ways of doing one round trip with it (for a peer with more than one way, the fastest
+// is its baseline).
+async function openShell(srv) {
+  if (srv.spec.name === 'mcp-harness') {
+    const res = await srv.call('shell_open', {
+      command: 'exec bash --norc --noprofile -i',
+      env: { PS1: '$ ' },
+      waitFor: '\\$ $',
+    });
+    const id = res.structuredContent.sessionId;
+    return {
+      flows: [{
+        name: 'shell_io with waitFor',
+        async trip(v) {
+          const r = await srv.call('shell_io', {
+            sessionId: id,
+            input: `echo R$((${v}))\n`,
+            waitFor: `(?m)^R${v}$`,
+          });
+          if (r.structuredContent.reason !== 'matched' || !valueLine(v).test(r.structuredContent.output)) {
+            throw new Error(`mcp-harness round trip: ${textOf(r).slice(0, 300)}`);
+          }
+        },
+      }],
+    };
+  }
+  // Desktop Commander runs programs on pipes, not a terminal: bash -i then prints its
+  // prompt on stderr, where interact_with_process's prompt detection does not see it (it
+  // waits for its 8 s timeout), so the prompt is sent to stdout with 2>&1.
+  const res = await srv.call('start_process', {
+    command: "PS1='$ ' exec bash --norc --noprofile -i 2>&1",
+    shell: '/bin/bash',
+    timeout_ms: 10_000,
+  });
+  const pid = Number((textOf(res).match(/PID (\d+)/) || [])[1]);
+  if (!pid) throw new Error(`Desktop Commander start_process: ${textOf(res).slice(0, 300)}`);
+  // readUntil reads new output until the value's line shows up.
+  const readUntil = async (v, seen) => {
+    const deadline = performance.now() + 15_000;
+    while (!valueLine(v).test(seen)) {
+      if (performance.now() > deadline) throw new Error(`Desktop Commander round trip: no R${v} in ${JSON.stringify(seen.slice(-300))}`);
+      const r = await srv.call('read_process_output', { pid, timeout_ms: 5000 });
+      seen += '\n' + textOf(r);
+    }
+  };
+  return {
+    flows: [
+      {
+        name: 'interact_with_process (waits for the prompt)',
+        async trip(v) {
+          const r = await srv.call('interact_with_process', { pid, input: `echo R$((${v}))` });
+          await readUntil(v, textOf(r));
+        },
+      },
+      {
+        name: 'interact_with_process (no wait) + read_process_output',
+        async trip(v) {
+          await srv.call('interact_with_process', { pid, input: `echo R$((${v}))`, wait_for_prompt: false });
+          await readUntil(v, '');
+        },
+      },
+    ],
+  };
+}
+
+// bulk runs a program printing `bytes` bytes of 80-byte lines and then a marker line, as a
+// session's program, and waits until the server says it has exited, then reads the end of
+// its output. Returns how many bytes of text the answers carried (what lands in the
+// model's context) and whether the marker was missing from the output kept.
+async function bulk(srv, bytes) {
+  const command = `yes ${'x'.repeat(79)} | head -c ${bytes}; echo; echo BULK-DONE`;
+  const deadline = performance.now() + 300_000;
+  let textBytes = 0;
+  const call = async (name, args) => {
+    const r = await srv.call(name, args);
+    textBytes += Buffer.byteLength(textOf(r));
+    return r;
+  };
+  if (srv.spec.name === 'mcp-harness') {
+    let r = await call('shell_open', { command, timeoutMs: 30_000 });
+    const id = r.structuredContent.sessionId;
+    let seen = r.structuredContent.output;
+    while (!r.structuredContent.exited) {
+      if (performance.now() > deadline) throw new Error('mcp-harness bulk: the program did not finish');
+      r = await call('shell_io', { sessionId: id, timeoutMs: 30_000 });
+      seen = r.structuredContent.output;
+    }
+    if (!/BULK-DONE/.test(seen)) {
+      // The marker came in an earlier read than the exit: read the end again.
+      r = await call('shell_io', { sessionId: id, since: Math.max(0, r.structuredContent.cursor - 200), timeoutMs: 0 });
+      seen = r.structuredContent.output;
+    }
+    await srv.call('shell_close', { sessionId: id });
+    return { textBytes, lostTail: !/BULK-DONE/.test(seen) };
+  }
+  // start_process answers when the program exits (or at its timeout) with the output.
+  const res = await call('start_process', { command, shell: '/bin/bash', timeout_ms: 300_000 });
+  const pid = Number((textOf(res).match(/PID (\d+)/) || [])[1]);
+  if (!pid) throw new Error(`Desktop Commander bulk start_process: ${textOf(res).slice(0, 300)}`);
+  for (;;) {
+    const t = textOf(await call('read_process_output', { pid, offset: -3, length: 3 }));
+    // Desktop Commander keeps what a finished program printed as of its exit event, which
+    // can come before the last of the pipe has been read: the end may then be missing.
+    if (/Process completed/i.test(t)) return { textBytes, lostTail: !/BULK-DONE/.test(t) };
+    if (performance.now() > deadline) throw new Error(`Desktop Commander bulk: ${t.slice(-300)}`);
+    await sleep(50);
+  }
+}
+
+// Run on its own: node bench/terminal.mjs <mcp-harness binary> [--quick]
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { desktopCommanderEntry } = await import('./lib/mcp.mjs');
+  const res = await runTerminal({ bin: process.argv[2], dc: desktopCommanderEntry(), quick: process.argv.includes('--quick') });
+  fs.writeSync(1, JSON.stringify(res, null, 2) + '\n');
+}
