@@ -159,7 +159,7 @@ func renderCLIList(w io.Writer, p cliPalette, out cliList, statuses []string, li
 		}
 		rows = append(rows, []cliCell{
 			{g.GraphID, ""}, {cliShorten(name, 30), ""}, {g.Status, cliStateColor(g.Status)},
-			{fmt.Sprintf("%d/%d", g.Progress.done(), g.Progress.Total), ""},
+			{fmt.Sprintf("%d/%d", g.Progress.Done(), g.Progress.Total), ""},
 			{cliDuration(now.Sub(created)), ""}, {cliMillis(g.DurationMs), ""}, server,
 		})
 	}
@@ -240,7 +240,7 @@ func cliSummaryLine(p cliPalette, s cliStatus) string {
 			parts = append(parts, p.paint(cliStateColor(string(c.state)), fmt.Sprintf("%d %s", c.n, c.state)))
 		}
 	}
-	return fmt.Sprintf("%d/%d done: %s", pr.done(), pr.Total, strings.Join(parts, ", "))
+	return fmt.Sprintf("%d/%d done: %s", pr.Done(), pr.Total, strings.Join(parts, ", "))
 }
 
 func renderCLIStatus(w io.Writer, p cliPalette, s cliStatus, now time.Time) error {

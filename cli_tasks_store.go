@@ -30,30 +30,15 @@ type cliList struct {
 // runner is the server process that owns the graph: {id, pid, hostname, live}, live false
 // once it stopped, its lease ran out or its process is gone.
 type cliGraph struct {
-	GraphID    string      `json:"graphId"`
-	Name       string      `json:"name"`
-	Status     string      `json:"status"`
-	CreatedAt  string      `json:"createdAt"`
-	FinishedAt *string     `json:"finishedAt"`
-	DurationMs int64       `json:"durationMs"`
-	Progress   cliProgress `json:"progress"`
-	Runner     cliRunner   `json:"runner"`
+	GraphID    string         `json:"graphId"`
+	Name       string         `json:"name"`
+	Status     string         `json:"status"`
+	CreatedAt  string         `json:"createdAt"`
+	FinishedAt *string        `json:"finishedAt"`
+	DurationMs int64          `json:"durationMs"`
+	Progress   tasks.Progress `json:"progress"`
+	Runner     cliRunner      `json:"runner"`
 }
-
-// cliProgress counts a graph's tasks per state; percent is the finished share, rounded down.
-type cliProgress struct {
-	Total     int `json:"total"`
-	Pending   int `json:"pending"`
-	Running   int `json:"running"`
-	Succeeded int `json:"succeeded"`
-	Failed    int `json:"failed"`
-	Cancelled int `json:"cancelled"`
-	Skipped   int `json:"skipped"`
-	Percent   int `json:"percent"`
-}
-
-// done is the number of finished tasks.
-func (p cliProgress) done() int { return p.Total - p.Pending - p.Running }
 
 // cliRunner is the server process that owns a graph.
 type cliRunner struct {
@@ -154,7 +139,7 @@ func (o *tasksOptions) open(ctx context.Context) (*cliWorkspace, error) {
 	if dir == "" {
 		dir = "."
 	}
-	root, err := cliResolveDir(dir)
+	root, err := store.ResolveDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", dir, err)
 	}
@@ -182,26 +167,6 @@ func (o *tasksOptions) open(ctx context.Context) (*cliWorkspace, error) {
 
 // Close closes the store.
 func (ws *cliWorkspace) Close() error { return ws.DB.Close() }
-
-// cliResolveDir returns dir as an absolute, symlink-free path of an existing directory.
-func cliResolveDir(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	resolved, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", err
-	}
-	fi, err := os.Stat(resolved)
-	if err != nil {
-		return "", err
-	}
-	if !fi.IsDir() {
-		return "", errors.New("not a directory")
-	}
-	return resolved, nil
-}
 
 // snapshot reads a graph; an unknown id says so and where to find the ids.
 func (ws *cliWorkspace) snapshot(ctx context.Context, graphID string) (tasks.Snapshot, error) {
@@ -289,32 +254,8 @@ func cliGraphOf(s tasks.Snapshot, r cliRunner, now time.Time) cliGraph {
 		GraphID: s.Graph.ID, Name: s.Graph.Name, Status: tasks.GraphStatus(s.Tasks),
 		CreatedAt: cliTime(s.Graph.CreatedAt), FinishedAt: cliTimePtr(s.Graph.FinishedAt),
 		DurationMs: max(end.Sub(s.Graph.CreatedAt).Milliseconds(), 0),
-		Progress:   cliProgressOf(s.Tasks), Runner: r,
+		Progress:   tasks.ProgressOf(s.Tasks), Runner: r,
 	}
-}
-
-func cliProgressOf(ts []store.TaskRow) cliProgress {
-	p := cliProgress{Total: len(ts)}
-	for _, t := range ts {
-		switch tasks.State(t.Status) {
-		case tasks.Pending:
-			p.Pending++
-		case tasks.Running:
-			p.Running++
-		case tasks.Succeeded:
-			p.Succeeded++
-		case tasks.Failed:
-			p.Failed++
-		case tasks.Cancelled:
-			p.Cancelled++
-		case tasks.Skipped:
-			p.Skipped++
-		}
-	}
-	if p.Total > 0 {
-		p.Percent = p.done() * 100 / p.Total
-	}
-	return p
 }
 
 func cliStatusOf(s tasks.Snapshot, r cliRunner, logsDir string, now time.Time) cliStatus {

@@ -42,7 +42,7 @@ func OpenWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
 	if dir == "" {
 		dir = "."
 	}
-	root, err := resolveDir(dir)
+	root, err := ResolveDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", dir, err)
 	}
@@ -118,8 +118,8 @@ func within(root, p string) bool {
 	return strings.HasPrefix(p, prefix)
 }
 
-// resolveDir returns dir as an absolute, symlink-free path of an existing directory.
-func resolveDir(dir string) (string, error) {
+// ResolveDir returns dir as an absolute, symlink-free path of an existing directory.
+func ResolveDir(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err

@@ -246,3 +246,44 @@ func ListPage(ctx context.Context, db *store.DB, f store.ListFilter) (Page, erro
 	}
 	return p, nil
 }
+
+// Progress counts a graph's tasks per state; Percent is the finished share, rounded down.
+// Its JSON form is the progress object of the tool results and of the CLI's --json.
+type Progress struct {
+	Total     int `json:"total"`
+	Pending   int `json:"pending"`
+	Running   int `json:"running"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Cancelled int `json:"cancelled"`
+	Skipped   int `json:"skipped"`
+	Percent   int `json:"percent"`
+}
+
+// Done is the number of finished tasks.
+func (p Progress) Done() int { return p.Total - p.Pending - p.Running }
+
+// ProgressOf counts tasks per state.
+func ProgressOf(ts []store.TaskRow) Progress {
+	p := Progress{Total: len(ts)}
+	for _, t := range ts {
+		switch State(t.Status) {
+		case Pending:
+			p.Pending++
+		case Running:
+			p.Running++
+		case Succeeded:
+			p.Succeeded++
+		case Failed:
+			p.Failed++
+		case Cancelled:
+			p.Cancelled++
+		case Skipped:
+			p.Skipped++
+		}
+	}
+	if p.Total > 0 {
+		p.Percent = p.Done() * 100 / p.Total
+	}
+	return p
+}

@@ -404,7 +404,7 @@ func taskOf(snap tasks.Snapshot) task {
 	}
 	t.LastUpdatedAt = timestamp(last)
 
-	p := progressOf(snap.Tasks)
+	p := tasks.ProgressOf(snap.Tasks)
 	t.StatusMessage = fmt.Sprintf("graph %s: %d/%d tasks done", status, p.Total-p.Pending-p.Running, p.Total)
 	var parts []string
 	for _, c := range []struct {

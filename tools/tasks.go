@@ -86,16 +86,6 @@ type (
 		Created bool        `json:"created"`
 		Tasks   []taskBrief `json:"tasks"`
 	}
-	progress struct {
-		Total     int `json:"total"`
-		Pending   int `json:"pending"`
-		Running   int `json:"running"`
-		Succeeded int `json:"succeeded"`
-		Failed    int `json:"failed"`
-		Cancelled int `json:"cancelled"`
-		Skipped   int `json:"skipped"`
-		Percent   int `json:"percent"`
-	}
 	logSlice struct {
 		Path       string `json:"path"`
 		Size       int64  `json:"size"`
@@ -124,15 +114,15 @@ type (
 		SHA256 string `json:"sha256"`
 	}
 	statusResult struct {
-		GraphID    string       `json:"graphId"`
-		Name       string       `json:"name"`
-		Status     string       `json:"status"`
-		CreatedAt  string       `json:"createdAt"`
-		FinishedAt *string      `json:"finishedAt"`
-		Expired    bool         `json:"expired"`
-		Artifact   *artifact    `json:"artifact"`
-		Progress   progress     `json:"progress"`
-		Tasks      []taskStatus `json:"tasks"`
+		GraphID    string         `json:"graphId"`
+		Name       string         `json:"name"`
+		Status     string         `json:"status"`
+		CreatedAt  string         `json:"createdAt"`
+		FinishedAt *string        `json:"finishedAt"`
+		Expired    bool           `json:"expired"`
+		Artifact   *artifact      `json:"artifact"`
+		Progress   tasks.Progress `json:"progress"`
+		Tasks      []taskStatus   `json:"tasks"`
 	}
 	listTask struct {
 		GraphID    string  `json:"graphId"`
@@ -145,13 +135,13 @@ type (
 		DurationMs *int64  `json:"durationMs"`
 	}
 	graphSummary struct {
-		GraphID    string   `json:"graphId"`
-		Name       string   `json:"name"`
-		Status     string   `json:"status"`
-		CreatedAt  string   `json:"createdAt"`
-		FinishedAt *string  `json:"finishedAt"`
-		Expired    bool     `json:"expired"`
-		Progress   progress `json:"progress"`
+		GraphID    string         `json:"graphId"`
+		Name       string         `json:"name"`
+		Status     string         `json:"status"`
+		CreatedAt  string         `json:"createdAt"`
+		FinishedAt *string        `json:"finishedAt"`
+		Expired    bool           `json:"expired"`
+		Progress   tasks.Progress `json:"progress"`
 	}
 	tasksListResult struct {
 		Tasks      []listTask     `json:"tasks"`
@@ -433,7 +423,7 @@ func (s *Server) tasksStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	out := statusResult{
 		GraphID: snap.Graph.ID, Name: snap.Graph.Name, Status: tasks.GraphStatus(snap.Tasks),
 		CreatedAt: timestamp(snap.Graph.CreatedAt), FinishedAt: timePtr(snap.Graph.FinishedAt),
-		Expired: snap.Graph.ExpiredAt != nil, Progress: progressOf(snap.Tasks), Tasks: []taskStatus{},
+		Expired: snap.Graph.ExpiredAt != nil, Progress: tasks.ProgressOf(snap.Tasks), Tasks: []taskStatus{},
 	}
 	art, hasArtifact := s.tasks.Artifact(ctx, snap.Graph.ID)
 	if hasArtifact {
@@ -599,7 +589,7 @@ func (s *Server) tasksList(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	for _, g := range page.Graphs {
 		sum := graphSummary{GraphID: g.Graph.ID, Name: g.Graph.Name, Status: tasks.GraphStatus(g.Tasks),
 			CreatedAt: timestamp(g.Graph.CreatedAt), FinishedAt: timePtr(g.Graph.FinishedAt), Expired: g.Graph.ExpiredAt != nil,
-			Progress: progressOf(g.Tasks)}
+			Progress: tasks.ProgressOf(g.Tasks)}
 		out.Graphs = append(out.Graphs, sum)
 		fmt.Fprintf(&b, "graph %s%s: %s · %d/%d done · created %s\n", sum.GraphID, quotedName(sum.Name), sum.Status,
 			sum.Progress.Total-sum.Progress.Pending-sum.Progress.Running, sum.Progress.Total, sum.CreatedAt)
@@ -655,30 +645,6 @@ func (s *Server) tasksCancel(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		b.WriteString("running tasks were signalled; tasks_status with waitMs shows when they have stopped\n")
 	}
 	return mcp.NewToolResultStructured(out, strings.TrimSuffix(b.String(), "\n")), nil
-}
-
-func progressOf(ts []store.TaskRow) progress {
-	p := progress{Total: len(ts)}
-	for _, t := range ts {
-		switch tasks.State(t.Status) {
-		case tasks.Pending:
-			p.Pending++
-		case tasks.Running:
-			p.Running++
-		case tasks.Succeeded:
-			p.Succeeded++
-		case tasks.Failed:
-			p.Failed++
-		case tasks.Cancelled:
-			p.Cancelled++
-		case tasks.Skipped:
-			p.Skipped++
-		}
-	}
-	if p.Total > 0 {
-		p.Percent = (p.Total - p.Pending - p.Running) * 100 / p.Total
-	}
-	return p
 }
 
 // duration is how long a task ran: to its end, or to now while it runs.
@@ -819,7 +785,7 @@ func (s *Server) graphProgress(ctx context.Context, graphID string) string {
 	if err != nil {
 		return "waiting"
 	}
-	p := progressOf(snap.Tasks)
+	p := tasks.ProgressOf(snap.Tasks)
 	msg := fmt.Sprintf("%d/%d done", p.Total-p.Pending-p.Running, p.Total)
 	if p.Failed > 0 {
 		msg += fmt.Sprintf(" (%d failed)", p.Failed)
