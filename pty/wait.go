@@ -12,6 +12,17 @@ import (
 	"unicode/utf8"
 )
 
+// minWriteTime is the least time a write is given before it gives up on a program that
+// does not read its input.
+const minWriteTime = time.Second
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // exchange is the body of IO and of Open's first read: write input, wait, read.
 func (m *Manager) exchange(ctx context.Context, op string, s *session, input []byte, ro readOpts, opening bool) (ReadResult, error) {
 	deadline := time.Now().Add(ro.timeout)
@@ -34,7 +45,10 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, input []b
 		if st.exited {
 			return res, fmt.Errorf("%s: session %q: %w (%s); read without input to get its remaining output, or close it", op, s.id, ErrExited, st)
 		}
-		n, err := s.write(ctx, input, deadline)
+		// The write gets at least minWriteTime even when the caller wants no wait: a short
+		// timeout is about waiting for output, and a write that meets a deadline already
+		// past (a loaded machine) would deliver nothing at all.
+		n, err := s.write(ctx, input, latest(deadline, time.Now().Add(minWriteTime)))
 		res.Written = n
 		switch {
 		case err == nil:

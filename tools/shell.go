@@ -108,7 +108,7 @@ var (
 			"including unread output already buffered and the terminal's echo of your input: anchor it, e.g. (?m)^42$, when the echo could match. " +
 			"With waitFor, a pause in the output does not end the wait unless idleMs is also given."),
 		"idleMs":    integer("End the wait once output has been quiet this long after something arrived. Default 300 (none when waitFor is given).", 0),
-		"timeoutMs": integer("Longest wait in milliseconds. Default 10000; clamped to the server's --max-wait (30s by default). 0 returns what is there now.", 0),
+		"timeoutMs": integer("Longest wait in milliseconds. Default 10000; clamped to the server's --max-wait (30s by default). 0 returns what is there now (input still gets up to a second to be written).", 0),
 		"maxBytes":  integer("Cap on the returned text. Default 16384; the head and tail are kept with a marker saying how much was left out and how to re-read it.", 1, maxOutputBytes),
 		"raw":       boolean("Return bytes as the terminal sent them (escape codes, \\r\\n) instead of cleaned text. Default false."),
 	}
