@@ -108,6 +108,11 @@ func (db *DB) InsertGraph(ctx context.Context, g GraphRow, tasks []TaskRow) (sto
 	return stored, created, nil
 }
 
+const updateTaskSQL = `UPDATE tasks SET status = ?, error_code = ?, exit_code = ?,
+	signal = ?, message = ?, attempt = ?, pid = ?, pgid = ?, proc_start = ?, started_at = ?, finished_at = ?
+	WHERE graph_id = ? AND id = ? AND status IN ('pending', 'running')
+	AND (SELECT runner_id FROM graphs WHERE graphs.id = tasks.graph_id) = ?`
+
 // UpdateTasks writes a batch of task state changes in one transaction, bumps each touched
 // graph's version and sets its finished_at once no task is left pending or running. A
 // task already in a terminal state is never changed again: terminal states are final,
@@ -122,13 +127,7 @@ func (db *DB) UpdateTasks(ctx context.Context, runnerID string, updates []TaskUp
 	}
 	now := millis(time.Now())
 	return db.write(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `UPDATE tasks SET status = ?, error_code = ?, exit_code = ?,
-			signal = ?, message = ?, attempt = ?, pid = ?, pgid = ?, proc_start = ?, started_at = ?, finished_at = ?
-			WHERE graph_id = ? AND id = ? AND status IN ('pending', 'running')
-			AND (SELECT runner_id FROM graphs WHERE graphs.id = tasks.graph_id) = ?`)
-		if err != nil {
-			return err
-		}
+		stmt := tx.StmtContext(ctx, db.updateTask)
 		defer stmt.Close()
 		touched := map[string]bool{}
 		var order []string
