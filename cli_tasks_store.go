@@ -74,37 +74,12 @@ type cliTask struct {
 	LogPath    string   `json:"logPath"`
 }
 
-// cliGraphView is `tasks graph --json`, the tasks_graph tool's shape: {graphId, name,
+// `tasks graph --json` is tasks.Report, the tasks_graph tool's shape: {graphId, name,
 // status, nodes, edges, order, mermaid}; nodes in submitted order, each {id, status,
 // depth, dependsOn, dependents, reason, waitingOn, blockedBy}: reason is ready, waiting or
 // blocked for a pending task and null otherwise, waitingOn and blockedBy list {id, status}
 // of the dependencies concerned; edges are {from, to}, from the dependency to its
 // dependent; order is a topological order of the ids.
-type cliGraphView struct {
-	GraphID string         `json:"graphId"`
-	Name    string         `json:"name"`
-	Status  string         `json:"status"`
-	Nodes   []cliGraphNode `json:"nodes"`
-	Edges   []cliEdge      `json:"edges"`
-	Order   []string       `json:"order"`
-	Mermaid string         `json:"mermaid"`
-}
-
-type cliGraphNode struct {
-	ID         string           `json:"id"`
-	Status     string           `json:"status"`
-	Depth      int              `json:"depth"`
-	DependsOn  []string         `json:"dependsOn"`
-	Dependents []string         `json:"dependents"`
-	Reason     *string          `json:"reason"`
-	WaitingOn  []tasks.DepState `json:"waitingOn"`
-	BlockedBy  []tasks.DepState `json:"blockedBy"`
-}
-
-type cliEdge struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
 
 // cliCancel is `tasks cancel --json`, the tasks_cancel tool's shape: {graphId, tasks},
 // each task {id, previousStatus, status, outcome} in submitted order, outcome one of
@@ -288,31 +263,12 @@ func cliTaskDuration(t store.TaskRow, now time.Time) *int64 {
 // cliView is a graph analysed for `tasks graph`.
 type cliView struct {
 	view tasks.View
-	json cliGraphView
+	json tasks.Report
 }
 
 func cliViewOf(s tasks.Snapshot) cliView {
-	nodes := make([]tasks.Node, len(s.Tasks))
-	for i, t := range s.Tasks {
-		nodes[i] = tasks.Node{ID: t.ID, Status: tasks.State(t.Status), DependsOn: t.DependsOn}
-	}
-	v := tasks.Analyze(nodes)
-	out := cliGraphView{GraphID: s.Graph.ID, Name: s.Graph.Name, Status: tasks.GraphStatus(s.Tasks),
-		Nodes: make([]cliGraphNode, 0, len(v.Nodes)), Edges: make([]cliEdge, 0, len(v.Edges)),
-		Order: cliStrings(v.Order), Mermaid: v.Mermaid}
-	for _, n := range v.Nodes {
-		gn := cliGraphNode{ID: n.ID, Status: string(n.Status), Depth: n.Depth, DependsOn: cliStrings(n.DependsOn),
-			Dependents: cliStrings(n.Dependents), WaitingOn: cliDeps(n.WaitingOn), BlockedBy: cliDeps(n.BlockedBy)}
-		if n.Reason != "" {
-			r := n.Reason
-			gn.Reason = &r
-		}
-		out.Nodes = append(out.Nodes, gn)
-	}
-	for _, e := range v.Edges {
-		out.Edges = append(out.Edges, cliEdge{From: e.From, To: e.To})
-	}
-	return cliView{view: v, json: out}
+	v, r := tasks.Explain(s)
+	return cliView{view: v, json: r}
 }
 
 // cancel asks for tasks of a graph to be cancelled through the store (the live server
@@ -454,13 +410,6 @@ func cliTimePtr(t *time.Time) *string {
 func cliStrings(s []string) []string {
 	if s == nil {
 		return []string{}
-	}
-	return s
-}
-
-func cliDeps(s []tasks.DepState) []tasks.DepState {
-	if s == nil {
-		return []tasks.DepState{}
 	}
 	return s
 }

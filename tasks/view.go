@@ -333,3 +333,67 @@ func mermaidText(s string) string {
 	}
 	return b.String()
 }
+
+// Report is a graph's View in the shape the tasks_graph tool and `mcp-harness tasks graph
+// --json` both give: every list present (empty rather than null), and reason null for a
+// task that is not pending.
+type Report struct {
+	GraphID string       `json:"graphId"`
+	Name    string       `json:"name"`
+	Status  string       `json:"status"`
+	Nodes   []ReportNode `json:"nodes"`
+	Edges   []ReportEdge `json:"edges"`
+	Order   []string     `json:"order"`
+	Mermaid string       `json:"mermaid"`
+}
+
+// ReportNode is one task in a Report.
+type ReportNode struct {
+	ID         string     `json:"id"`
+	Status     State      `json:"status"`
+	Depth      int        `json:"depth"`
+	DependsOn  []string   `json:"dependsOn"`
+	Dependents []string   `json:"dependents"`
+	Reason     *string    `json:"reason"`
+	WaitingOn  []DepState `json:"waitingOn"`
+	BlockedBy  []DepState `json:"blockedBy"`
+}
+
+// ReportEdge is one dependency in a Report: To depends on From.
+type ReportEdge struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// Explain analyzes a stored graph and returns its View and its Report.
+func Explain(s Snapshot) (View, Report) {
+	nodes := make([]Node, len(s.Tasks))
+	for i, t := range s.Tasks {
+		nodes[i] = Node{ID: t.ID, Status: State(t.Status), DependsOn: t.DependsOn}
+	}
+	v := Analyze(nodes)
+	r := Report{GraphID: s.Graph.ID, Name: s.Graph.Name, Status: GraphStatus(s.Tasks),
+		Nodes: make([]ReportNode, 0, len(v.Nodes)), Edges: make([]ReportEdge, 0, len(v.Edges)),
+		Order: orEmpty(v.Order), Mermaid: v.Mermaid}
+	for _, n := range v.Nodes {
+		rn := ReportNode{ID: n.ID, Status: n.Status, Depth: n.Depth, DependsOn: orEmpty(n.DependsOn),
+			Dependents: orEmpty(n.Dependents), WaitingOn: orEmpty(n.WaitingOn), BlockedBy: orEmpty(n.BlockedBy)}
+		if n.Reason != "" {
+			reason := n.Reason
+			rn.Reason = &reason
+		}
+		r.Nodes = append(r.Nodes, rn)
+	}
+	for _, e := range v.Edges {
+		r.Edges = append(r.Edges, ReportEdge{From: e.From, To: e.To})
+	}
+	return v, r
+}
+
+// orEmpty turns a nil slice into an empty one, so it encodes as [] rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -313,6 +313,7 @@ func graphSchema() schema {
 	dep := object(schema{"id": str("Dependency."), "status": enum("Its state.", stateEnum...)}, "id", "status")
 	return object(schema{
 		"graphId": str("The graph."),
+		"name":    str("Its label."),
 		"status":  enum("Derived status.", "running", "succeeded", "failed", "cancelled"),
 		"nodes": array("Tasks in submitted order.", object(schema{
 			"id": str("Task."), "status": enum("State.", stateEnum...), "depth": integer("Longest dependency path from a task without dependencies.", 0),
@@ -325,7 +326,7 @@ func graphSchema() schema {
 		"edges":   array("Dependency edges, from the dependency to the dependent.", object(schema{"from": str("Dependency."), "to": str("Dependent.")}, "from", "to")),
 		"order":   array("A topological order of the task ids.", schema{"type": "string"}),
 		"mermaid": str("A Mermaid flowchart of the graph, states as classes."),
-	}, "graphId", "status", "nodes", "edges", "order", "mermaid")
+	}, "graphId", "name", "status", "nodes", "edges", "order", "mermaid")
 }
 
 func (s *Server) tasksRun(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -682,35 +683,6 @@ func nonNil(s []string) []string {
 	return s
 }
 
-type (
-	depState struct {
-		ID     string `json:"id"`
-		Status string `json:"status"`
-	}
-	graphNode struct {
-		ID         string     `json:"id"`
-		Status     string     `json:"status"`
-		Depth      int        `json:"depth"`
-		DependsOn  []string   `json:"dependsOn"`
-		Dependents []string   `json:"dependents"`
-		Reason     *string    `json:"reason"`
-		WaitingOn  []depState `json:"waitingOn"`
-		BlockedBy  []depState `json:"blockedBy"`
-	}
-	graphEdge struct {
-		From string `json:"from"`
-		To   string `json:"to"`
-	}
-	graphResult struct {
-		GraphID string      `json:"graphId"`
-		Status  string      `json:"status"`
-		Nodes   []graphNode `json:"nodes"`
-		Edges   []graphEdge `json:"edges"`
-		Order   []string    `json:"order"`
-		Mermaid string      `json:"mermaid"`
-	}
-)
-
 func (s *Server) tasksGraph(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var a graphArgs
 	if err := decodeArgs(req, &a); err != nil {
@@ -723,23 +695,17 @@ func (s *Server) tasksGraph(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		return s.toolError("tasks_graph", err), nil
 	}
-	nodes := make([]tasks.Node, len(snap.Tasks))
-	for i, t := range snap.Tasks {
-		nodes[i] = tasks.Node{ID: t.ID, Status: tasks.State(t.Status), DependsOn: t.DependsOn}
-	}
-	v := tasks.Analyze(nodes)
-	out := graphResult{GraphID: snap.Graph.ID, Status: tasks.GraphStatus(snap.Tasks), Nodes: []graphNode{}, Edges: []graphEdge{},
-		Order: nonNil(v.Order), Mermaid: v.Mermaid}
+	v, out := tasks.Explain(snap)
 	var b strings.Builder
-	fmt.Fprintf(&b, "graph %s%s: %s, %d task(s)\n", snap.Graph.ID, quotedName(snap.Graph.Name), out.Status, len(nodes))
-	for _, n := range v.Nodes {
-		gn := graphNode{ID: n.ID, Status: string(n.Status), Depth: n.Depth, DependsOn: nonNil(n.DependsOn),
-			Dependents: nonNil(n.Dependents), WaitingOn: depStates(n.WaitingOn), BlockedBy: depStates(n.BlockedBy)}
+	fmt.Fprintf(&b, "graph %s%s: %s, %d task(s)\n", snap.Graph.ID, quotedName(snap.Graph.Name), out.Status, len(v.Nodes))
+	for i, n := range v.Nodes {
+		if i == textTableRows {
+			fmt.Fprintf(&b, "... %d more in structuredContent\n", len(v.Nodes)-textTableRows)
+			break
+		}
 		line := fmt.Sprintf("%s%s [%s]", strings.Repeat("  ", min(n.Depth, 20)), n.ID, n.Status)
 		if n.Reason != "" {
-			r := n.Reason
-			gn.Reason = &r
-			line += " " + r
+			line += " " + n.Reason
 			switch {
 			case len(n.WaitingOn) > 0:
 				line += " on " + depList(n.WaitingOn)
@@ -747,27 +713,10 @@ func (s *Server) tasksGraph(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 				line += " by " + depList(n.BlockedBy)
 			}
 		}
-		out.Nodes = append(out.Nodes, gn)
-		if len(out.Nodes) <= textTableRows {
-			b.WriteString(line + "\n")
-		}
-	}
-	if len(out.Nodes) > textTableRows {
-		fmt.Fprintf(&b, "... %d more in structuredContent\n", len(out.Nodes)-textTableRows)
-	}
-	for _, e := range v.Edges {
-		out.Edges = append(out.Edges, graphEdge{From: e.From, To: e.To})
+		b.WriteString(line + "\n")
 	}
 	b.WriteString("\n```mermaid\n" + v.Mermaid + "\n```")
 	return mcp.NewToolResultStructured(out, b.String()), nil
-}
-
-func depStates(ds []tasks.DepState) []depState {
-	out := make([]depState, 0, len(ds))
-	for _, d := range ds {
-		out = append(out, depState{ID: d.ID, Status: string(d.Status)})
-	}
-	return out
 }
 
 func depList(ds []tasks.DepState) string {
