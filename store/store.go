@@ -236,9 +236,3 @@ func millis(t time.Time) int64 { return t.UnixMilli() }
 
 // fromMillis converts stored unix milliseconds back to a UTC time.
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
-
-// ExecForTest runs a statement on the database. Tests use it to set up states that only a
-// crash produces; nothing else should.
-func (db *DB) ExecForTest(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return db.sql.ExecContext(ctx, q, args...)
-}

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -21,6 +22,18 @@ import (
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
+// rawExec runs a statement on the database file directly, to set up states that only a
+// crash or the passing of time produce.
+func rawExec(t *testing.T, path, q string, args ...any) (sql.Result, error) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	return db.ExecContext(t.Context(), q, args...)
+}
+
 // deadRunner registers a runner whose process has exited: gone at once, lease or not.
 func deadRunner(t *testing.T, db *store.DB) store.Runner {
 	t.Helper()
@@ -33,7 +46,7 @@ func deadRunner(t *testing.T, db *store.DB) store.Runner {
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ExecForTest(t.Context(), `UPDATE runners SET pid = ?, proc_start = 12345 WHERE id = ?`, cmd.Process.Pid, r.ID); err != nil {
+	if _, err := rawExec(t, db.Path(), `UPDATE runners SET pid = ?, proc_start = 12345 WHERE id = ?`, cmd.Process.Pid, r.ID); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -235,7 +248,7 @@ func TestSpool_ArchivesFinishedGraphsAndExpires(t *testing.T) {
 	}
 
 	// Retention: make the graph have finished two hours ago; Expire removes its live logs.
-	if _, err := te.db.ExecForTest(t.Context(), `UPDATE graphs SET finished_at = finished_at - 7200000 WHERE id = ?`, sub.Graph.ID); err != nil {
+	if _, err := rawExec(t, te.db.Path(), `UPDATE graphs SET finished_at = finished_at - 7200000 WHERE id = ?`, sub.Graph.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := te.e.Expire(t.Context()); err != nil {
@@ -324,7 +337,7 @@ func TestReconcile_StalledRunner(t *testing.T) {
 	te.db.InsertGraph(t.Context(), g, []store.TaskRow{{GraphID: g.ID, ID: "a", Command: "true", Cwd: te.dir, TaskState: store.TaskState{Status: "pending"}}})
 	os.MkdirAll(filepath.Join(te.ws.LogsDir(), g.ID), 0o700)
 	expire := func(id string, ago time.Duration) {
-		if _, err := te.db.ExecForTest(t.Context(), `UPDATE runners SET lease_expires_at = ? WHERE id = ?`, time.Now().Add(-ago).UnixMilli(), id); err != nil {
+		if _, err := rawExec(t, te.db.Path(), `UPDATE runners SET lease_expires_at = ? WHERE id = ?`, time.Now().Add(-ago).UnixMilli(), id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -354,7 +367,7 @@ func TestEngine_AdoptedGraphIsNotStartedTwice(t *testing.T) {
 	sub := te.submit(t, Spec{Tasks: []TaskSpec{tsk("first", "while [ ! -f "+gate+" ]; do sleep 0.02; done"), tsk("second", "touch second-ran")}})
 	te.waitStatus(t, sub.Graph.ID, "first", Running)
 	other, _ := te.db.RegisterRunner(t.Context(), "adopter", time.Minute)
-	if _, err := te.db.ExecForTest(t.Context(), `UPDATE graphs SET runner_id = ? WHERE id = ?`, other.ID, sub.Graph.ID); err != nil {
+	if _, err := rawExec(t, te.db.Path(), `UPDATE graphs SET runner_id = ? WHERE id = ?`, other.ID, sub.Graph.ID); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(gate, nil, 0o600) // first ends; the slot frees; second must not start here
