@@ -1,6 +1,7 @@
 // Command mcp-harness is a stdio MCP server that gives an AI coding agent persistent PTY
-// sessions and a durable task-DAG engine on one workspace. This file is the command line
-// only: flags become a tools.Config, and the tools package does the rest.
+// sessions and a durable task-DAG engine on one workspace. This file is the command line:
+// flags become a tools.Config, SIGTERM and SIGINT cancel tools.Serve, and errors become exit
+// statuses; the tools package does the rest.
 package main
 
 import (
@@ -8,14 +9,17 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/tools"
 )
 
@@ -80,7 +84,7 @@ func newStdioCmd() *cobra.Command {
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			cfg.ShellBuffer = int(buffer)
 			cfg.Version = version
-			return tools.Serve(context.Background(), cfg, os.Stdin, os.Stdout)
+			return serveStdio(cfg)
 		},
 	}
 	f := cmd.Flags()
@@ -96,6 +100,44 @@ func newStdioCmd() *cobra.Command {
 	f.Var(&buffer, "shell-buffer", "output kept per PTY session (B, KiB or MiB suffix)")
 	f.BoolVar(&cfg.MCPTasks, "mcp-tasks", false, "also speak the MCP Tasks extension (io.modelcontextprotocol/tasks) for tasks_run")
 	return cmd
+}
+
+// terminalNotice is printed when a person runs the server by hand: it would otherwise sit
+// silently waiting for JSON-RPC.
+const terminalNotice = "mcp-harness: this is an MCP server; it waits for a client on stdin (see the README for how to configure Claude Desktop, Codex or Cursor). Press Ctrl-D or Ctrl-C to quit."
+
+// serveStdio runs the server on the process's standard streams until stdin ends or the
+// process gets SIGTERM or SIGINT, then shuts down cleanly (exit status 0). A second signal
+// during the shutdown exits at once with status 1: whoever sent it has stopped waiting.
+func serveStdio(cfg tools.Config) error {
+	if pty.IsTerminal(os.Stdin.Fd()) {
+		fmt.Fprintln(os.Stderr, terminalNotice)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(signals)
+	// served ends the watcher once Serve returns, so a signal that arrives after a clean
+	// shutdown cannot turn its exit status into 1.
+	served := make(chan struct{})
+	defer close(served)
+	go func() {
+		select {
+		case sig := <-signals:
+			cfg.Logger.Info("shutting down", "signal", sig.String())
+			cancel()
+		case <-served:
+			return
+		}
+		select {
+		case sig := <-signals:
+			cfg.Logger.Warn("second signal: exiting at once", "signal", sig.String())
+			os.Exit(1)
+		case <-served:
+		}
+	}()
+	return tools.Serve(ctx, cfg, os.Stdin, os.Stdout)
 }
 
 func newVersionCmd() *cobra.Command {

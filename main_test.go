@@ -136,6 +136,32 @@ func TestStdio_CleanShutdown(t *testing.T) {
 	}
 }
 
+// A second signal during the shutdown ends the server at once with status 1. The shutdown
+// is held up by a terminal program that ignores the hangup it is sent first.
+func TestStdio_SecondSignalExitsAtOnce(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	s.initialize()
+	open := structuredOf(t, s.toolCall("shell_open", map[string]any{
+		"command": "trap '' HUP; echo READY; exec sleep 1000", "waitFor": "READY", "timeoutMs": 20000}))
+	pgid := int(open["pid"].(float64))
+	t.Cleanup(func() { syscall.Kill(-pgid, syscall.SIGKILL) }) // the server that would have is gone
+	s.signal(syscall.SIGTERM)
+	deadline := time.Now().Add(e2eWait)
+	for !strings.Contains(s.stderr.String(), "shutting down") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no shutdown logged within %v of SIGTERM", e2eWait)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	s.signal(syscall.SIGTERM)
+	if code := s.waitExit(); code != 1 {
+		t.Errorf("exit code after a second SIGTERM = %d, want 1", code)
+	}
+	if !strings.Contains(s.stderr.String(), "second signal") {
+		t.Errorf("stderr does not say why it exited at once:\n%s", s.stderr)
+	}
+}
+
 // Two servers started at the same instant on one new workspace both come up.
 func TestStdio_ConcurrentStartOnNewWorkspace(t *testing.T) {
 	ws := t.TempDir()

@@ -43,7 +43,7 @@ func BenchmarkThroughput(b *testing.B) {
 			if got != n {
 				b.Fatalf("session saw %d bytes, want %d", got, n)
 			}
-			if _, err := m.Close(ctx, res.SessionID, 0, 0); err != nil {
+			if _, err := m.Close(ctx, res.SessionID, syscall.SIGHUP, DefaultGrace); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -25,6 +25,14 @@ var (
 	ErrClosed = errors.New("manager is shut down")
 )
 
+// invalidf returns a usage error of op that wraps ErrInvalid. The message reaches a model
+// as it is (the MCP adapter adds only a code), so it is one sentence that says what was
+// wrong and what to change, naming the argument, the accepted values and what was given:
+// "cols and rows must be 1..1000, got 0x5".
+func invalidf(op, format string, args ...any) error {
+	return fmt.Errorf("%s: %w: %s", op, ErrInvalid, fmt.Sprintf(format, args...))
+}
+
 // LimitError is returned by Open when MaxSessions sessions are open and none of them has
 // exited (an exited one would have been evicted instead).
 type LimitError struct {

@@ -39,6 +39,8 @@ func newManager(t *testing.T, cfg Config) *Manager {
 	return m
 }
 
+// mustOpen opens a session or fails the test. A zero Timeout waits up to waitLong: a
+// test means "return at once" by calling m.Open itself.
 func mustOpen(t *testing.T, m *Manager, o OpenOptions, r ReadOptions) ReadResult {
 	t.Helper()
 	if r.Timeout == 0 {
@@ -51,12 +53,14 @@ func mustOpen(t *testing.T, m *Manager, o OpenOptions, r ReadOptions) ReadResult
 	return res
 }
 
+// mustIO writes input and reads, or fails the test. A zero Timeout waits up to waitLong:
+// a test means "return at once" by calling m.IO itself.
 func mustIO(t *testing.T, m *Manager, id, input string, r ReadOptions) ReadResult {
 	t.Helper()
 	if r.Timeout == 0 {
 		r.Timeout = waitLong
 	}
-	res, err := m.IO(t.Context(), id, []byte(input), r)
+	res, err := m.IO(t.Context(), id, Input{Data: []byte(input)}, r)
 	if err != nil {
 		t.Fatalf("IO(%s, %q) = %v", id, input, err)
 	}

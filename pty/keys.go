@@ -53,34 +53,12 @@ var namedKeys = map[string]string{
 	"C-_":      "\x1f",
 }
 
-// keyOrder is the documented order of the names in namedKeys (maps have none), with the
-// aliases after the names DESIGN.md lists.
-var keyOrder = []string{
-	"Enter", "Tab", "BSpace", "Escape", "Space", "Up", "Down", "Left", "Right",
-	"Home", "End", "PageUp", "PageDown", "Insert", "Delete",
-	"F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F11", "F12",
-	"C-Space", "C-@", "C-[", "C-\\", "C-]", "C-^", "C-_",
-	"BTab", "PgUp", "PPage", "PgDn", "NPage", "IC", "DC",
-}
-
 // keySummary is the compact list used in error messages: short enough to read, complete
 // enough to fix a call with.
 const keySummary = "Enter, Tab, BSpace, Escape, Space, Up, Down, Left, Right, Home, End, " +
 	"PageUp, PageDown, Insert, Delete, F1..F12, C-a..C-z, C-Space, C-@, C-[, C-\\, C-], " +
 	"M-<key> (Escape then the key, e.g. M-x, M-Enter), or a single character; " +
 	"names are case-sensitive"
-
-// KeyNames returns every valid literal key name (C-a..C-z spelled out) in a stable order,
-// for error messages and docs. Besides these, ParseKeys accepts M-<key> (any valid key
-// after Escape) and any single printable character.
-func KeyNames() []string {
-	names := make([]string, 0, len(keyOrder)+26)
-	names = append(names, keyOrder...)
-	for c := 'a'; c <= 'z'; c++ {
-		names = append(names, "C-"+string(c))
-	}
-	return names
-}
 
 // ParseKeys turns tmux-style key names into the bytes a terminal would send, concatenated
 // in order. Names are case-sensitive, as in tmux's documentation ("Enter", not "enter"),

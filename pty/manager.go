@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,8 +18,10 @@ import (
 	"time"
 )
 
-// Defaults applied where a Config, OpenOptions or ReadOptions field is zero. They are
-// exported so the MCP adapter can quote them in tool descriptions.
+// Defaults. Those of Config, OpenOptions and ReadOptions apply where a field is zero and
+// zero could not be meant literally (see ReadOptions); DefaultTimeout and DefaultGrace are
+// what a caller passes for the usual wait and the usual close, since there zero means
+// "now". They are exported so the MCP adapter can apply and quote them.
 const (
 	DefaultMaxSessions = 32
 	DefaultBufferSize  = 4 << 20
@@ -28,8 +31,22 @@ const (
 	DefaultIdle        = 300 * time.Millisecond
 	DefaultTimeout     = 10 * time.Second
 	DefaultMaxBytes    = 16384
+)
+
+// Limits on arguments: far beyond what a sensible call needs, low enough that a runaway
+// argument cannot make the server allocate or wait without bound. They are exported for
+// the MCP adapter's schemas.
+const (
 	// MaxSize is the largest terminal width or height accepted.
 	MaxSize = 1000
+	// MaxNameLen is the longest session name accepted, in bytes.
+	MaxNameLen = 200
+	// MaxInputBytes is the most input one IO call may write.
+	MaxInputBytes = 1 << 20
+	// MaxReadBytes is the largest ReadOptions.MaxBytes accepted.
+	MaxReadBytes = 1 << 20
+	// MaxGrace is the longest grace Close accepts.
+	MaxGrace = time.Minute
 )
 
 // exitDrain bounds how long an exit waits for the rest of the output once the program's
@@ -45,7 +62,7 @@ const recordTimeout = 5 * time.Second
 type Config struct {
 	MaxSessions int           // default DefaultMaxSessions when 0
 	BufferSize  int           // ring buffer bytes per session; default DefaultBufferSize when 0
-	Grace       time.Duration // shutdown grace between SIGHUP and SIGKILL; default DefaultGrace
+	Grace       time.Duration // Shutdown's grace between SIGHUP and SIGKILL; default DefaultGrace when 0
 	Recorder    Recorder      // optional; nil means no persistence
 	Logger      *slog.Logger  // optional; default slog.Default()
 }
@@ -75,11 +92,13 @@ type OpenOptions struct {
 	// server's current directory.
 	Dir string
 	// Env is added to the inherited environment, overriding it and the session defaults
-	// (TERM=xterm-256color, PAGER=cat, GIT_PAGER=cat).
+	// (TERM=xterm-256color, PAGER=cat, GIT_PAGER=cat). Names are non-empty without '=' or
+	// NUL, values without NUL: nothing else can be passed to a program.
 	Env map[string]string
-	// Cols and Rows give the terminal size; default 120x40, each at most MaxSize.
+	// Cols and Rows give the terminal size, both or neither: each 1..MaxSize, or both
+	// zero for DefaultCols x DefaultRows.
 	Cols, Rows int
-	// Name is a label for List.
+	// Name is a label for List, at most MaxNameLen bytes.
 	Name string
 }
 
@@ -92,6 +111,11 @@ var sessionDefaults = map[string]string{
 }
 
 // ReadOptions says how long to wait for output and how to return it.
+//
+// Zero means zero where zero is a request a caller can mean: a zero Timeout returns what
+// is there now (pass DefaultTimeout for the usual wait). Where zero could not be meant
+// literally, a zero field selects the default instead: an Idle of zero would end every
+// wait at the first byte, a MaxBytes of zero would return nothing.
 type ReadOptions struct {
 	// Since is an absolute raw byte offset to re-read from; nil reads from the session's
 	// read cursor.
@@ -104,13 +128,26 @@ type ReadOptions struct {
 	// Zero means DefaultIdle without WaitFor, and no idle ending with WaitFor (the caller
 	// asked for a pattern, so a pause in the output is not an answer); set it to have both.
 	Idle time.Duration
-	// Timeout bounds the whole call, the write included; default DefaultTimeout. The
-	// caller clamps it.
+	// Timeout bounds the whole call, the write included. Zero means no wait: the call
+	// returns what is there now, though input is still given up to a second to be written
+	// (see IO). The caller clamps it.
 	Timeout time.Duration
-	// MaxBytes caps the returned (cleaned or raw) text; default DefaultMaxBytes.
+	// MaxBytes caps the returned (cleaned or raw) text: 1..MaxReadBytes, or zero for
+	// DefaultMaxBytes.
 	MaxBytes int
 	// Raw returns the bytes as the terminal sent them instead of cleaned text.
 	Raw bool
+}
+
+// Input is what IO sends to a session before it reads.
+type Input struct {
+	// Data is written to the terminal verbatim (ParseKeys turns key names into bytes); at
+	// most MaxInputBytes.
+	Data []byte
+	// Cols and Rows, when given (both, each 1..MaxSize), resize the terminal before Data
+	// is written, so the program draws its answer at the new size; both zero leave the
+	// size alone.
+	Cols, Rows int
 }
 
 // ReadResult is what Open and IO return: the output read and the session's state.
@@ -204,20 +241,17 @@ type readOpts struct {
 func resolveRead(op string, r ReadOptions) (readOpts, error) {
 	switch {
 	case r.Since != nil && *r.Since < 0:
-		return readOpts{}, fmt.Errorf("%s: %w: since %d is negative", op, ErrInvalid, *r.Since)
+		return readOpts{}, invalidf(op, "since must be 0 or more, got %d", *r.Since)
 	case r.Idle < 0:
-		return readOpts{}, fmt.Errorf("%s: %w: idle %v is negative", op, ErrInvalid, r.Idle)
+		return readOpts{}, invalidf(op, "idle must be 0 or more, got %v", r.Idle)
 	case r.Timeout < 0:
-		return readOpts{}, fmt.Errorf("%s: %w: timeout %v is negative", op, ErrInvalid, r.Timeout)
-	case r.MaxBytes < 0:
-		return readOpts{}, fmt.Errorf("%s: %w: maxBytes %d is negative", op, ErrInvalid, r.MaxBytes)
+		return readOpts{}, invalidf(op, "timeout must be 0 or more, got %v", r.Timeout)
+	case r.MaxBytes < 0 || r.MaxBytes > MaxReadBytes:
+		return readOpts{}, invalidf(op, "maxBytes must be 1..%d, got %d", MaxReadBytes, r.MaxBytes)
 	}
 	o := readOpts{since: r.Since, re: r.WaitFor, idle: r.Idle, timeout: r.Timeout, maxBytes: r.MaxBytes, raw: r.Raw}
 	if o.idle == 0 && o.re == nil {
 		o.idle = DefaultIdle
-	}
-	if o.timeout == 0 {
-		o.timeout = DefaultTimeout
 	}
 	if o.maxBytes == 0 {
 		o.maxBytes = DefaultMaxBytes
@@ -225,9 +259,48 @@ func resolveRead(op string, r ReadOptions) (readOpts, error) {
 	return o, nil
 }
 
+// checkSize refuses a terminal size out of range; a caller for which both zero means "not
+// given" checks that first.
 func checkSize(op string, cols, rows int) error {
-	if cols < 1 || cols > MaxSize || rows < 1 || rows > MaxSize {
-		return fmt.Errorf("%s: %w: size %dx%d out of range: cols and rows must be 1..%d", op, ErrInvalid, cols, rows, MaxSize)
+	switch {
+	case cols >= 1 && cols <= MaxSize && rows >= 1 && rows <= MaxSize:
+		return nil
+	case (cols == 0) != (rows == 0):
+		return invalidf(op, "give cols and rows together, each 1..%d, got %dx%d", MaxSize, cols, rows)
+	}
+	return invalidf(op, "cols and rows must be 1..%d, got %dx%d", MaxSize, cols, rows)
+}
+
+// checkOpen refuses OpenOptions that cannot start a program, before anything is started.
+func checkOpen(op string, o OpenOptions) error {
+	if err := checkSize(op, o.Cols, o.Rows); err != nil {
+		return err
+	}
+	if o.Dir != "" {
+		if !filepath.IsAbs(o.Dir) {
+			return invalidf(op, "dir must be an absolute path, got %q", o.Dir)
+		}
+		// exec reports a missing directory as the shell missing ("fork/exec /bin/sh: no
+		// such file or directory"), which would send a model looking in the wrong place.
+		if fi, err := os.Stat(o.Dir); err != nil || !fi.IsDir() {
+			return invalidf(op, "dir %q is not a directory that exists; give an existing directory", o.Dir)
+		}
+	}
+	switch {
+	case o.Command != "" && strings.TrimSpace(o.Command) == "":
+		return invalidf(op, "command is blank; omit it to start an interactive shell")
+	case strings.ContainsRune(o.Command, 0):
+		return invalidf(op, "command contains a NUL byte, which no command line can carry; remove it")
+	case len(o.Name) > MaxNameLen:
+		return invalidf(op, "name is %d bytes long; give one of at most %d", len(o.Name), MaxNameLen)
+	}
+	for _, k := range slices.Sorted(maps.Keys(o.Env)) { // sorted: the same call gets the same message
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return invalidf(op, "env name %q is not a valid variable name; use a non-empty name without '=' or NUL", k)
+		}
+		if strings.ContainsRune(o.Env[k], 0) {
+			return invalidf(op, "env %s contains a NUL byte, which no program can receive; remove it", k)
+		}
 	}
 	return nil
 }
@@ -247,37 +320,13 @@ func (m *Manager) Open(ctx context.Context, o OpenOptions, r ReadOptions) (ReadR
 		return ReadResult{}, err
 	}
 	if ro.since != nil && *ro.since != 0 {
-		return ReadResult{}, fmt.Errorf("%s: %w: since must be empty or 0 for a new session", op, ErrInvalid)
+		return ReadResult{}, invalidf(op, "since must be 0 or omitted for a new session, got %d", *ro.since)
 	}
-	if o.Cols == 0 {
-		o.Cols = DefaultCols
+	if o.Cols == 0 && o.Rows == 0 {
+		o.Cols, o.Rows = DefaultCols, DefaultRows
 	}
-	if o.Rows == 0 {
-		o.Rows = DefaultRows
-	}
-	if err := checkSize(op, o.Cols, o.Rows); err != nil {
+	if err := checkOpen(op, o); err != nil {
 		return ReadResult{}, err
-	}
-	if o.Dir != "" {
-		if !filepath.IsAbs(o.Dir) {
-			return ReadResult{}, fmt.Errorf("%s: %w: dir %q is not absolute", op, ErrInvalid, o.Dir)
-		}
-		// exec reports a missing directory as the shell missing ("fork/exec /bin/sh: no
-		// such file or directory"), which would send a model looking in the wrong place.
-		if fi, err := os.Stat(o.Dir); err != nil || !fi.IsDir() {
-			return ReadResult{}, fmt.Errorf("%s: %w: dir %q is not a directory that exists", op, ErrInvalid, o.Dir)
-		}
-	}
-	if o.Command != "" && strings.TrimSpace(o.Command) == "" {
-		return ReadResult{}, fmt.Errorf("%s: %w: command is blank; omit it to start an interactive shell", op, ErrInvalid)
-	}
-	if strings.ContainsRune(o.Command, 0) {
-		return ReadResult{}, fmt.Errorf("%s: %w: command contains a NUL byte", op, ErrInvalid)
-	}
-	for k, v := range o.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return ReadResult{}, fmt.Errorf("%s: %w: env %q: names must be non-empty without '=' and no NUL bytes anywhere", op, ErrInvalid, k)
-		}
 	}
 	if err := ctx.Err(); err != nil {
 		return ReadResult{}, fmt.Errorf("%s: %w", op, err)
@@ -400,7 +449,8 @@ func (m *Manager) get(op, id string) (*session, error) {
 	return s, nil
 }
 
-// IO writes input to the session's terminal, then waits and reads like this:
+// IO resizes the session's terminal if asked, writes the input, then waits and reads
+// like this:
 //
 // It returns at the first of: WaitFor matches the cleaned text the call would return
 // ("matched"); the program exits and its output has been drained ("exited"); the output
@@ -412,21 +462,36 @@ func (m *Manager) get(op, id string) (*session, error) {
 //
 // Output runs from Since (or the read cursor) to the end of what is buffered, and the read
 // cursor moves to the end of it (it never moves back). Input to a session whose program
-// has exited is refused with ErrExited.
-func (m *Manager) IO(ctx context.Context, id string, input []byte, r ReadOptions) (ReadResult, error) {
+// has exited is refused with ErrExited. The arguments are checked before the session is
+// looked up, so a call refused for its arguments neither resizes nor writes.
+func (m *Manager) IO(ctx context.Context, id string, in Input, r ReadOptions) (ReadResult, error) {
 	const op = "pty.IO"
-	s, err := m.get(op, id)
+	ro, err := resolveRead(op, r)
 	if err != nil {
 		return ReadResult{}, err
 	}
-	ro, err := resolveRead(op, r)
+	if len(in.Data) > MaxInputBytes {
+		return ReadResult{}, invalidf(op, "input is %d bytes; send at most %d per call", len(in.Data), MaxInputBytes)
+	}
+	resizing := in.Cols != 0 || in.Rows != 0
+	if resizing {
+		if err := checkSize(op, in.Cols, in.Rows); err != nil {
+			return ReadResult{}, err
+		}
+	}
+	s, err := m.get(op, id)
 	if err != nil {
 		return ReadResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return ReadResult{}, fmt.Errorf("%s: session %q: %w", op, id, err)
 	}
-	return m.exchange(ctx, op, s, input, ro, false)
+	if resizing {
+		if err := resize(op, s, in.Cols, in.Rows); err != nil {
+			return ReadResult{}, err
+		}
+	}
+	return m.exchange(ctx, op, s, in.Data, ro, false)
 }
 
 // Resize sets the terminal size; the kernel sends SIGWINCH to the foreground program.
@@ -439,34 +504,36 @@ func (m *Manager) Resize(id string, cols, rows int) error {
 	if err != nil {
 		return err
 	}
+	return resize(op, s, cols, rows)
+}
+
+// resize sets the size of a session found by get.
+func resize(op string, s *session, cols, rows int) error {
 	if err := s.resize(cols, rows); err != nil {
 		if errors.Is(err, os.ErrClosed) {
-			return fmt.Errorf("%s: %w %q (closed)", op, ErrNoSession, id)
+			return fmt.Errorf("%s: %w %q (closed)", op, ErrNoSession, s.id)
 		}
-		return fmt.Errorf("%s: session %q: %w", op, id, err)
+		return fmt.Errorf("%s: session %q: %w", op, s.id, err)
 	}
 	return nil
 }
 
-// Close ends a session: sig (default SIGHUP) to its process group and session, up to
-// grace (default the Manager's Grace) for it to exit, then SIGKILL to whatever is left,
-// which is reaped. It returns the exit status and the output nobody read, and forgets the
-// session. Closing a session whose program has exited only kills what it left running
-// and removes it. If ctx ends during the grace, SIGKILL is sent at once: a Close always
-// finishes the job.
+// Close ends a session: sig to its process group and session, up to grace for it to
+// exit, then SIGKILL to whatever is left, which is reaped. It returns the exit status and
+// the output nobody read, and forgets the session. Closing a session whose program has
+// exited only kills what it left running and removes it. If ctx ends during the grace,
+// SIGKILL is sent at once: a Close always finishes the job.
+//
+// Both arguments mean what they say, so a caller passes what it wants: sig is a signal
+// number 1..64 (SIGHUP for the usual close; ParseSignal reads a name), and grace is
+// 0..MaxGrace (DefaultGrace for the usual close), where zero sends SIGKILL right after sig.
 func (m *Manager) Close(ctx context.Context, id string, sig syscall.Signal, grace time.Duration) (CloseResult, error) {
 	const op = "pty.Close"
-	if sig == 0 {
-		sig = syscall.SIGHUP
+	if sig < 1 || sig > 64 {
+		return CloseResult{}, invalidf(op, "signal %d is not a signal number 1..64; SIGHUP (1) is the usual one to close with", int(sig))
 	}
-	if sig < 0 || sig > 64 {
-		return CloseResult{}, fmt.Errorf("%s: %w: signal %d out of range 1..64", op, ErrInvalid, int(sig))
-	}
-	if grace < 0 {
-		return CloseResult{}, fmt.Errorf("%s: %w: grace %v is negative", op, ErrInvalid, grace)
-	}
-	if grace == 0 {
-		grace = m.cfg.Grace
+	if grace < 0 || grace > MaxGrace {
+		return CloseResult{}, invalidf(op, "grace must be 0s..%v, got %v", MaxGrace, grace)
 	}
 	s, err := m.get(op, id)
 	if err != nil {
@@ -526,10 +593,10 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 }
 
 // stop takes sessions down together, so a shutdown costs one grace period rather than one
-// per session: sig to the live ones, up to grace for them to exit, SIGKILL to all of
-// them (an exited program may have left a background job), then the reader goroutines
-// are released by closing the masters and waited for. It reports whether ctx ended the
-// grace early.
+// per session: sig to the live ones, up to grace for them to exit (none when grace is
+// zero), SIGKILL to all of them (an exited program may have left a background job), then
+// the reader goroutines are released by closing the masters and waited for. It reports
+// whether ctx ended the grace early.
 func (m *Manager) stop(ctx context.Context, ss []*session, sig syscall.Signal, grace time.Duration) (cut bool) {
 	var live []*session
 	for _, s := range ss {
@@ -537,10 +604,12 @@ func (m *Manager) stop(ctx context.Context, ss []*session, sig syscall.Signal, g
 			live = append(live, s)
 		}
 	}
-	if sig != syscall.SIGKILL && grace > 0 && len(live) > 0 {
+	if sig != syscall.SIGKILL {
 		for _, s := range live {
 			s.kill(sig)
 		}
+	}
+	if sig != syscall.SIGKILL && grace > 0 && len(live) > 0 {
 		t := time.NewTimer(grace)
 	wait:
 		for _, s := range live {

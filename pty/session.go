@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -127,29 +128,14 @@ func setNonblock(f *os.File) error {
 }
 
 // sessionEnv is the inherited environment with the session defaults and then extra laid
-// over it; overridden entries are removed rather than duplicated, since programs disagree
-// on which duplicate wins.
+// over it. The overrides are simply appended, in key order so the result is the same every
+// time: os/exec hands the program only the last value of a key that appears twice, and
+// commandLine reads SHELL the same way.
 func sessionEnv(extra map[string]string) []string {
-	over := make(map[string]string, len(sessionDefaults)+len(extra))
-	for k, v := range sessionDefaults {
-		over[k] = v
-	}
-	for k, v := range extra {
-		over[k] = v
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := over[k]; !ok {
-			env = append(env, kv)
-		}
-	}
-	keys := make([]string, 0, len(over))
-	for k := range over {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	over := maps.Clone(sessionDefaults)
+	maps.Copy(over, extra)
+	env := os.Environ()
+	for _, k := range slices.Sorted(maps.Keys(over)) {
 		env = append(env, k+"="+over[k])
 	}
 	return env

@@ -159,7 +159,7 @@ func TestManager_IO_cursorAndSince(t *testing.T) {
 		t.Errorf("read after a re-read = %q, want only the new line", three.Output)
 	}
 	past := three.Cursor + 1
-	if _, err := m.IO(t.Context(), id, nil, ReadOptions{Since: &past}); !errors.Is(err, ErrInvalid) {
+	if _, err := m.IO(t.Context(), id, Input{}, ReadOptions{Since: &past}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("IO(since past the end) = %v, want ErrInvalid", err)
 	}
 }
@@ -281,7 +281,7 @@ func TestManager_IO_exitCode(t *testing.T) {
 		t.Fatalf("exit: code %v signal %v output %q, want 3, nil, bye", got.ExitCode, got.Signal, got.Output)
 	}
 
-	_, err := m.IO(t.Context(), res.SessionID, []byte("x"), ReadOptions{})
+	_, err := m.IO(t.Context(), res.SessionID, Input{Data: []byte("x")}, ReadOptions{})
 	if !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "exit code 3") {
 		t.Errorf("IO(input) on an exited session = %v, want ErrExited naming the exit code", err)
 	}
@@ -297,7 +297,7 @@ func TestManager_IO_exitCode(t *testing.T) {
 	if len(infos) != 1 || !infos[0].Exited || infos[0].ExitCode == nil || *infos[0].ExitCode != 3 {
 		t.Errorf("List() = %+v, want the exited session until it is closed", infos)
 	}
-	cr, err := m.Close(t.Context(), res.SessionID, 0, 0)
+	cr, err := m.Close(t.Context(), res.SessionID, syscall.SIGHUP, DefaultGrace)
 	if err != nil || cr.ExitCode == nil || *cr.ExitCode != 3 {
 		t.Errorf("Close() = %+v, %v, want exit code 3", cr, err)
 	}
@@ -332,7 +332,7 @@ func TestManager_IO_exitWhileGrandchildHoldsTerminal(t *testing.T) {
 	if processGone(pid) {
 		t.Fatalf("background sleep %d died with its parent; the test needs it alive", pid)
 	}
-	if _, err := m.Close(t.Context(), res.SessionID, 0, 0); err != nil {
+	if _, err := m.Close(t.Context(), res.SessionID, syscall.SIGHUP, DefaultGrace); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the background sleep to die", func() bool { return processGone(pid) })
@@ -344,7 +344,7 @@ func TestManager_Close_killsBackgroundJobs(t *testing.T) {
 		m := newManager(t, Config{})
 		res := mustOpen(t, m, OpenOptions{Command: "sleep 1000 & echo PID=$!; wait"}, ReadOptions{WaitFor: pidLine})
 		pid := parsePid(t, res.Output)
-		cr, err := m.Close(t.Context(), res.SessionID, 0, waitLong)
+		cr, err := m.Close(t.Context(), res.SessionID, syscall.SIGHUP, waitLong)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -392,7 +392,7 @@ func TestManager_Close_output(t *testing.T) {
 		defer s.mu.Unlock()
 		return s.ring.end == total
 	})
-	cr, err := m.Close(t.Context(), res.SessionID, syscall.SIGTERM, 0)
+	cr, err := m.Close(t.Context(), res.SessionID, syscall.SIGTERM, waitLong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +404,7 @@ func TestManager_Close_output(t *testing.T) {
 	if strings.HasPrefix(cr.Output, "1\n2\n") || !strings.HasSuffix(cr.Output, "49999\n50000\n") || !strings.Contains(cr.Output, "bytes omitted") || len(cr.Output) > DefaultMaxBytes+100 {
 		t.Errorf("Close() output (%d bytes) is not the capped unread tail: %q...", len(cr.Output), cr.Output[:min(60, len(cr.Output))])
 	}
-	if _, err := m.Close(t.Context(), res.SessionID, 0, 0); !errors.Is(err, ErrNoSession) {
+	if _, err := m.Close(t.Context(), res.SessionID, syscall.SIGHUP, DefaultGrace); !errors.Is(err, ErrNoSession) {
 		t.Errorf("second Close() = %v, want ErrNoSession", err)
 	}
 	_, closed := rec.calls()
@@ -417,14 +417,14 @@ func TestManager_ErrNoSession(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	m := newManager(t, Config{})
 	res := mustOpen(t, m, OpenOptions{Command: "echo hi; exec sleep 100"}, ReadOptions{})
-	_, err := m.IO(t.Context(), "s99", nil, ReadOptions{})
+	_, err := m.IO(t.Context(), "s99", Input{}, ReadOptions{})
 	if !errors.Is(err, ErrNoSession) || !strings.Contains(err.Error(), `"s99"`) || !strings.Contains(err.Error(), res.SessionID) {
 		t.Errorf("IO(s99) = %v, want ErrNoSession naming s99 and the open sessions", err)
 	}
 	if err := m.Resize("s99", 80, 24); !errors.Is(err, ErrNoSession) {
 		t.Errorf("Resize(s99) = %v, want ErrNoSession", err)
 	}
-	if _, err := m.Close(t.Context(), "s99", 0, 0); !errors.Is(err, ErrNoSession) {
+	if _, err := m.Close(t.Context(), "s99", syscall.SIGHUP, DefaultGrace); !errors.Is(err, ErrNoSession) {
 		t.Errorf("Close(s99) = %v, want ErrNoSession", err)
 	}
 }
@@ -457,7 +457,7 @@ func TestManager_ErrInvalid(t *testing.T) {
 			t.Errorf("Resize(%v) = %v, want ErrInvalid", size, err)
 		}
 	}
-	if _, err := m.Close(t.Context(), res.SessionID, 0, -time.Second); !errors.Is(err, ErrInvalid) {
+	if _, err := m.Close(t.Context(), res.SessionID, syscall.SIGHUP, -time.Second); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Close(grace -1s) = %v, want ErrInvalid", err)
 	}
 	if infos := m.List(); len(infos) != 1 {
@@ -511,7 +511,7 @@ func TestManager_IO_ctxCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		_, err := m.IO(ctx, res.SessionID, nil, ReadOptions{WaitFor: never, Timeout: waitLong})
+		_, err := m.IO(ctx, res.SessionID, Input{}, ReadOptions{WaitFor: never, Timeout: waitLong})
 		done <- err
 	}()
 	eventually(t, "IO to wait", func() bool { return s.waiting() == 1 })
@@ -538,13 +538,13 @@ func TestManager_IO_concurrent(t *testing.T) {
 		s, _ := m.get("test", res.SessionID)
 		sessions = append(sessions, s)
 		go func() {
-			_, err := m.IO(ctx, res.SessionID, nil, ReadOptions{WaitFor: never, Timeout: time.Hour})
+			_, err := m.IO(ctx, res.SessionID, Input{}, ReadOptions{WaitFor: never, Timeout: time.Hour})
 			results <- err
 		}()
 	}
 	// A second waiter on one of the same sessions, too.
 	go func() {
-		_, err := m.IO(ctx, sessions[0].id, []byte("x"), ReadOptions{WaitFor: never, Timeout: time.Hour})
+		_, err := m.IO(ctx, sessions[0].id, Input{Data: []byte("x")}, ReadOptions{WaitFor: never, Timeout: time.Hour})
 		results <- err
 	}()
 	eventually(t, "every call to wait", func() bool {
@@ -599,14 +599,14 @@ func TestManager_IO_blockedWrite(t *testing.T) {
 	m := newManager(t, Config{})
 	res := mustOpen(t, m, OpenOptions{Command: "exec sleep 1000"}, ReadOptions{Timeout: 100 * time.Millisecond})
 	input := strings.Repeat(strings.Repeat("x", 99)+"\n", 5000) // 500 KB nobody reads
-	got, err := m.IO(t.Context(), res.SessionID, []byte(input), ReadOptions{Timeout: time.Second})
+	got, err := m.IO(t.Context(), res.SessionID, Input{Data: []byte(input)}, ReadOptions{Timeout: time.Second})
 	if err != nil {
 		t.Fatalf("IO(500KB) = %v, want a result", err)
 	}
 	if got.Written <= 0 || got.Written >= len(input) || got.Reason != ReasonTimeout {
 		t.Errorf("IO(500KB) written %d of %d, reason %q, want part of it and %q", got.Written, len(input), got.Reason, ReasonTimeout)
 	}
-	if _, err := m.Close(t.Context(), res.SessionID, 0, 0); err != nil {
+	if _, err := m.Close(t.Context(), res.SessionID, syscall.SIGHUP, DefaultGrace); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -642,7 +642,7 @@ func TestManager_Open_limit(t *testing.T) {
 	if _, closed := rec.calls(); !cmp.Equal(closed, []string{s2.SessionID}) {
 		t.Errorf("SessionClosed calls %q, want the evicted %s", closed, s2.SessionID)
 	}
-	if _, err := m.IO(t.Context(), s2.SessionID, nil, ReadOptions{}); !errors.Is(err, ErrNoSession) {
+	if _, err := m.IO(t.Context(), s2.SessionID, Input{}, ReadOptions{}); !errors.Is(err, ErrNoSession) {
 		t.Errorf("IO(evicted) = %v, want ErrNoSession", err)
 	}
 }
@@ -682,7 +682,7 @@ func TestManager_Shutdown(t *testing.T) {
 	if _, err := m.Open(t.Context(), OpenOptions{Command: "true"}, ReadOptions{}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Open() after Shutdown = %v, want ErrClosed", err)
 	}
-	if _, err := m.IO(t.Context(), sh.SessionID, nil, ReadOptions{}); !errors.Is(err, ErrClosed) {
+	if _, err := m.IO(t.Context(), sh.SessionID, Input{}, ReadOptions{}); !errors.Is(err, ErrClosed) {
 		t.Errorf("IO() after Shutdown = %v, want ErrClosed", err)
 	}
 	if _, closed := rec.calls(); len(closed) != 3 {
@@ -761,7 +761,7 @@ func TestManager_Open_dirAndRecorder(t *testing.T) {
 	if pgid, err := syscall.Getpgid(res.Pid); err != nil || pgid != r.Pgid {
 		t.Errorf("getpgid(%d) = %d, %v, want the recorded %d", res.Pid, pgid, err, r.Pgid)
 	}
-	if _, err := m.Close(t.Context(), res.SessionID, 0, 0); err != nil {
+	if _, err := m.Close(t.Context(), res.SessionID, syscall.SIGHUP, DefaultGrace); err != nil {
 		t.Errorf("Close() = %v, want nil despite the recorder failing", err)
 	}
 	if _, closed := rec.calls(); !cmp.Equal(closed, []string{res.SessionID}) {

@@ -1,7 +1,6 @@
 package pty
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"syscall"
@@ -56,13 +55,15 @@ func SignalName(sig syscall.Signal) string {
 }
 
 // ParseSignal reads a signal name as a person writes it: "SIGTERM", "TERM", "term" or a
-// number ("15", "SIG40"), so tools can take the names SignalName reports. An unknown name is ErrInvalid, with the valid names in the message.
+// number ("15", "SIG40"), so tools can take the names SignalName reports. An unknown name
+// is ErrInvalid, with the valid names in the message.
 func ParseSignal(name string) (syscall.Signal, error) {
+	const op = "pty.ParseSignal"
 	s := strings.ToUpper(strings.TrimSpace(name))
 	// A number, bare or as SignalName writes the signals it has no name for ("SIG40").
 	if n, err := strconv.Atoi(strings.TrimPrefix(s, "SIG")); err == nil {
 		if n < 1 || n > 64 {
-			return 0, fmt.Errorf("pty.ParseSignal: %w: signal number %d out of range 1..64", ErrInvalid, n)
+			return 0, invalidf(op, "signal number %d is out of range; use 1..64 or a name such as SIGTERM", n)
 		}
 		return syscall.Signal(n), nil
 	}
@@ -78,6 +79,5 @@ func ParseSignal(name string) (syscall.Signal, error) {
 	for i, sn := range signalNames {
 		names[i] = sn.name
 	}
-	return 0, fmt.Errorf("pty.ParseSignal: %w: unknown signal %q; use one of %s or a number",
-		ErrInvalid, name, strings.Join(names, ", "))
+	return 0, invalidf(op, "unknown signal %q; use one of %s, or a number 1..64", name, strings.Join(names, ", "))
 }

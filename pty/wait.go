@@ -35,7 +35,7 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, input []b
 	s.mu.Unlock()
 	if ro.since != nil {
 		if *ro.since > end {
-			return res, fmt.Errorf("%s: session %q: %w: since %d is past the end of the output (%d)", op, s.id, ErrInvalid, *ro.since, end)
+			return res, invalidf(op, "since %d is past the end of session %s's output (%d); use a cursor a call returned, or 0", *ro.since, s.id, end)
 		}
 		start = *ro.since
 	}

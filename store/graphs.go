@@ -262,25 +262,6 @@ func parseCursor(c string) (graphID string, seq int, ok bool) {
 	return c[:i], seq, err == nil && seq >= 0
 }
 
-// GraphCounts counts a graph's tasks per status.
-func (db *DB) GraphCounts(ctx context.Context, graphID string) (map[string]int, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT status, COUNT(*) FROM tasks WHERE graph_id = ? GROUP BY status`, graphID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	counts := map[string]int{}
-	for rows.Next() {
-		var s string
-		var n int
-		if err := rows.Scan(&s, &n); err != nil {
-			return nil, err
-		}
-		counts[s] = n
-	}
-	return counts, rows.Err()
-}
-
 // UnfinishedGraphs lists the graphs of a runner that still have pending or running tasks.
 func (db *DB) UnfinishedGraphs(ctx context.Context, runnerID string) ([]GraphRow, error) {
 	rows, err := db.sql.QueryContext(ctx, graphSelect+` WHERE runner_id = ? AND finished_at IS NULL ORDER BY id`, runnerID)
@@ -523,4 +504,57 @@ func (db *DB) CancelRequests(ctx context.Context, runnerID string) ([]CancelRequ
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// ListGraphs reads up to limit graphs created before the graph with id before ("" = from
+// the newest), newest first.
+func (db *DB) ListGraphs(ctx context.Context, before string, limit int) ([]GraphRow, error) {
+	q, args := graphSelect, []any{}
+	if before != "" {
+		q += ` WHERE id < ?`
+		args = append(args, before)
+	}
+	rows, err := db.sql.QueryContext(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("list graphs: %w", err)
+	}
+	defer rows.Close()
+	var out []GraphRow
+	for rows.Next() {
+		g, err := scanGraph(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list graphs: %w", err)
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// CountTasks counts the tasks of each named graph per status: counts[graphID][status].
+// It reads the index only, so it costs in proportion to the tasks of those graphs.
+func (db *DB) CountTasks(ctx context.Context, graphIDs []string) (map[string]map[string]int, error) {
+	counts := make(map[string]map[string]int, len(graphIDs))
+	if len(graphIDs) == 0 {
+		return counts, nil
+	}
+	args := make([]any, len(graphIDs))
+	for i, id := range graphIDs {
+		args[i] = id
+		counts[id] = map[string]int{}
+	}
+	rows, err := db.sql.QueryContext(ctx, `SELECT graph_id, status, COUNT(*) FROM tasks WHERE graph_id IN (`+
+		strings.TrimSuffix(strings.Repeat("?,", len(graphIDs)), ",")+`) GROUP BY graph_id, status`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("count tasks: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, status string
+		var n int
+		if err := rows.Scan(&id, &status, &n); err != nil {
+			return nil, fmt.Errorf("count tasks: %w", err)
+		}
+		counts[id][status] = n
+	}
+	return counts, rows.Err()
 }

@@ -1,67 +1,44 @@
 package store
 
-import (
-	"bytes"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
-	"sync"
-)
+import "sync"
 
 // ProcessIdentity names one process across time: a pid alone is reused by the kernel, but a
 // pid, its start time and the boot it started in are not.
 type ProcessIdentity struct {
-	Pid       int
-	ProcStart uint64 // clock ticks after boot at which the process started; 0 = unknown
+	Pid int
+	// ProcStart is when the process started, in the unit of the system that recorded it
+	// (Linux: clock ticks after boot; macOS: microseconds since the Unix epoch). It is only
+	// ever compared with a value read on the same boot (BootID), so the unit never mixes.
+	// 0 = unknown.
+	ProcStart uint64
 	BootID    string
 }
 
-// IdentifyProcess reads the identity of a live process from /proc. A process that is gone
-// (or a system without /proc) yields ProcStart 0, which later checks treat as "cannot
-// prove it is the same process", so nothing is ever killed on a guess.
+// IdentifyProcess reads the identity of a live process (from /proc on Linux, sysctl on
+// macOS). A process that is gone, or a system where the start time cannot be read, yields
+// ProcStart 0, which later checks treat as "cannot prove it is the same process", so
+// nothing is ever killed on a guess.
 func IdentifyProcess(pid int) ProcessIdentity {
 	start, _ := processStartTime(pid)
 	return ProcessIdentity{Pid: pid, ProcStart: start, BootID: BootID()}
 }
 
 // Alive reports whether the process this identity names is still running: same boot, same
-// pid, same start time. An identity with an unknown start time is never reported alive.
+// pid, same start time. An identity with an unknown start time is never reported alive,
+// except on systems where no start time can be read at all (see aliveWithoutStart).
 func (p ProcessIdentity) Alive() bool {
-	if p.Pid <= 0 || p.ProcStart == 0 || p.BootID != BootID() {
+	if p.Pid <= 0 || p.BootID != BootID() {
 		return false
+	}
+	if p.ProcStart == 0 {
+		return aliveWithoutStart(p.Pid)
 	}
 	start, err := processStartTime(p.Pid)
 	return err == nil && start == p.ProcStart
 }
 
-// processStartTime parses field 22 (starttime) of /proc/<pid>/stat.
-func processStartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) is in parentheses and may itself contain spaces or ')';
-	// the fields after the last ')' are plain numbers and letters.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("parse /proc/%d/stat: no command field", pid)
-	}
-	fields := strings.Fields(string(b[i+1:]))
-	const startTimeIndex = 22 - 3 // fields after ')' start at field 3
-	if len(fields) <= startTimeIndex {
-		return 0, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(fields))
-	}
-	return strconv.ParseUint(fields[startTimeIndex], 10, 64)
-}
+var bootID = sync.OnceValue(readBootID)
 
-var bootID = sync.OnceValue(func() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(string(b))
-})
-
-// BootID identifies the current boot of the machine ("unknown" without /proc).
+// BootID identifies the current boot of the machine ("unknown" where the system does not
+// say).
 func BootID() string { return bootID() }

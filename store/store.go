@@ -20,8 +20,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
 //go:embed migrations/*.sql
@@ -63,6 +61,11 @@ type DB struct {
 // Open opens (creating it if needed, with mode 0600) the database at path and migrates it
 // to the newest schema. It is safe for several processes to open a fresh file at once.
 func Open(ctx context.Context, path string) (*DB, error) {
+	// Refuse before touching the file system: a build without the driver must leave no
+	// empty database behind.
+	if err := driverErr(); err != nil {
+		return nil, fmt.Errorf("store.Open %s: %w", path, err)
+	}
 	if err := createPrivateFile(path); err != nil {
 		return nil, fmt.Errorf("store.Open: %w", err)
 	}
@@ -119,12 +122,6 @@ func migrationNames() ([]string, error) {
 	}
 	sort.Strings(names)
 	return names, nil
-}
-
-// KnownSchemaVersion is the schema version this binary migrates databases to.
-func KnownSchemaVersion() int {
-	names, _ := migrationNames()
-	return len(names)
 }
 
 // migrate applies the pending migrations one transaction each. The version is read inside
@@ -202,14 +199,6 @@ func (db *DB) writeOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
-}
-
-func isBusy(err error) bool {
-	var se sqlite3.Error
-	if errors.As(err, &se) {
-		return se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked
-	}
-	return false
 }
 
 // createPrivateFile makes sure path exists with mode 0600 before SQLite opens it: SQLite

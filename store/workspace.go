@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,6 +39,55 @@ type WorkspaceConfig struct {
 // the user's git status), logs/ and the artifacts dir. Nothing is created when the
 // workspace itself is missing or not a directory.
 func OpenWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
+	ws, err := resolveWorkspace(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{ws.StateDir, ws.LogsDir(), ws.ArtifactsDir} {
+		if err := mkdirPrivate(d); err != nil {
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
+	}
+	if err := WritePrivateFile(filepath.Join(ws.StateDir, ".gitignore"), []byte("*\n")); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	return ws, nil
+}
+
+// ErrNoState reports a workspace on which no server has kept state: there is no database
+// to read.
+var ErrNoState = errors.New("no mcp-harness state")
+
+// FindWorkspace resolves a workspace and its state layout as OpenWorkspace does, but
+// creates nothing: it is for readers (the operator CLI) that must not leave a state
+// directory behind in a project no server ran on. A workspace without a database is
+// ErrNoState.
+func FindWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
+	ws, err := resolveWorkspace(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(ws.DBPath()); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w in %s", ErrNoState, ws.Where(cfg))
+		}
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	return ws, nil
+}
+
+// Where names a workspace's state in messages: the state dir when one was given, else the
+// workspace.
+func (ws *Workspace) Where(cfg WorkspaceConfig) string {
+	if cfg.StateDir != "" {
+		return ws.StateDir
+	}
+	return ws.Root
+}
+
+// resolveWorkspace works out the paths of a workspace's layout without touching the disk
+// beyond resolving the workspace directory itself.
+func resolveWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
 	dir := cfg.Dir
 	if dir == "" {
 		dir = "."
@@ -57,14 +107,6 @@ func OpenWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
 		if ws.ArtifactsDir, err = filepath.Abs(cfg.ArtifactsDir); err != nil {
 			return nil, fmt.Errorf("artifacts dir %s: %w", cfg.ArtifactsDir, err)
 		}
-	}
-	for _, d := range []string{ws.StateDir, ws.LogsDir(), ws.ArtifactsDir} {
-		if err := mkdirPrivate(d); err != nil {
-			return nil, fmt.Errorf("state dir: %w", err)
-		}
-	}
-	if err := WritePrivateFile(filepath.Join(ws.StateDir, ".gitignore"), []byte("*\n")); err != nil {
-		return nil, fmt.Errorf("state dir: %w", err)
 	}
 	return ws, nil
 }

@@ -155,7 +155,7 @@ func benchEngine(b *testing.B, sh shape) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := NewEngine(Config{DB: db, RunnerID: r.ID, LogsDir: ws.LogsDir(), Confine: ws.Confine,
+	e := NewEngine(Config{DB: db, RunnerID: r.ID, Workspace: ws,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer e.Close(context.Background())
 	spec := sh.spec("true")
@@ -165,8 +165,8 @@ func benchEngine(b *testing.B, sh shape) {
 			b.Fatal(err)
 		}
 		snap, ok, err := e.Wait(context.Background(), sub.Graph.ID, nil, UntilDone)
-		if err != nil || !ok || GraphStatus(snap.Tasks) != "succeeded" {
-			b.Fatalf("graph: %v %v %s", ok, err, GraphStatus(snap.Tasks))
+		if err != nil || !ok || snap.Progress().State() != GraphSucceeded {
+			b.Fatalf("graph: %v %v %s", ok, err, snap.Progress().State())
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(sh.deps))/1e6, "ms/task")
@@ -234,7 +234,7 @@ func BenchmarkSubmit10k(b *testing.B) {
 	}
 	defer db.Close()
 	r, _ := db.RegisterRunner(context.Background(), "bench", time.Hour)
-	e := NewEngine(Config{DB: db, RunnerID: r.ID, LogsDir: ws.LogsDir(), Confine: ws.Confine,
+	e := NewEngine(Config{DB: db, RunnerID: r.ID, Workspace: ws,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer e.Close(context.Background())
 	spec := layeredShape(10000, 100, 2).spec("true")

@@ -131,7 +131,7 @@ func TestReconcile_ExactlyOneAdopter(t *testing.T) {
 	engines := []*Engine{te.e}
 	for i := 0; i < 2; i++ {
 		r, _ := te.db.RegisterRunner(t.Context(), "peer", time.Minute)
-		e := NewEngine(Config{DB: te.db, RunnerID: r.ID, LogsDir: te.ws.LogsDir(), Confine: te.ws.Confine,
+		e := NewEngine(Config{DB: te.db, RunnerID: r.ID, Workspace: te.ws,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		t.Cleanup(func() { e.Close(context.Background()) })
 		engines = append(engines, e)
@@ -143,7 +143,7 @@ func TestReconcile_ExactlyOneAdopter(t *testing.T) {
 	wg.Wait()
 	for _, id := range graphs {
 		tasks := te.waitDone(t, id)
-		if r := tasks["a"]; r.Status != string(Succeeded) || r.Attempt != 1 {
+		if r := tasks["a"]; r.Status != Succeeded || r.Attempt != 1 {
 			t.Errorf("graph %s task = %s attempt %d, want succeeded once", id, r.Status, r.Attempt)
 		}
 	}
@@ -218,16 +218,14 @@ func checkManifest(t *testing.T, m Manifest, logs map[string][]byte) {
 }
 
 func TestSpool_ArchivesFinishedGraphsAndExpires(t *testing.T) {
-	var artifacts string
 	te := newTestEngine(t, func(c *Config) {
 		c.Retention = time.Hour
-		c.ArtifactsDir = filepath.Join(filepath.Dir(c.LogsDir), "artifacts")
-		artifacts = c.ArtifactsDir
+		c.ArtifactsDir = c.Workspace.ArtifactsDir
 	})
 	sub := te.submit(t, Spec{Name: "spooled", Tasks: []TaskSpec{tsk("a", "seq 1 1000"), tsk("b", "echo bye; exit 3")}})
 	te.waitDone(t, sub.Graph.ID)
 
-	a, err := Spool(t.Context(), te.db, te.ws.LogsDir(), artifacts, te.e.cfg.RunnerID, sub.Graph.ID)
+	a, err := te.e.spool(t.Context(), sub.Graph.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,13 +234,13 @@ func TestSpool_ArchivesFinishedGraphsAndExpires(t *testing.T) {
 	}
 	m, logs := readArtifact(t, a.Path)
 	checkManifest(t, m, logs)
-	if m.Graph.ID != sub.Graph.ID || m.Graph.Status != "failed" || len(m.Tasks) != 2 || *m.Tasks[1].ExitCode != 3 {
+	if m.Graph.GraphID != sub.Graph.ID || m.Graph.Status != "failed" || len(m.Tasks) != 2 || *m.Tasks[1].ExitCode != 3 {
 		t.Errorf("manifest = %+v", m)
 	}
 	if string(logs["logs/b.log"]) != "bye\n" {
 		t.Errorf("b.log in the archive = %q", logs["logs/b.log"])
 	}
-	again, err := Spool(t.Context(), te.db, te.ws.LogsDir(), artifacts, te.e.cfg.RunnerID, sub.Graph.ID)
+	again, err := te.e.spool(t.Context(), sub.Graph.ID)
 	if err != nil || again.SHA256 != a.SHA256 {
 		t.Errorf("second spool = %v, %v; want the same archive", again.SHA256, err)
 	}
@@ -283,7 +281,7 @@ func TestSpool_InterruptedIsRedone(t *testing.T) {
 	}
 	// A new engine with spooling on plays the next runner to start.
 	r, _ := te.db.RegisterRunner(t.Context(), "next", time.Minute)
-	next := NewEngine(Config{DB: te.db, RunnerID: r.ID, LogsDir: te.ws.LogsDir(), Confine: te.ws.Confine,
+	next := NewEngine(Config{DB: te.db, RunnerID: r.ID, Workspace: te.ws,
 		ArtifactsDir: te.ws.ArtifactsDir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	deadline := time.Now().Add(testWait)
 	for {
@@ -386,7 +384,7 @@ func TestEngine_AdoptedGraphIsNotStartedTwice(t *testing.T) {
 	}
 	rows, _ := te.db.GraphTasks(t.Context(), sub.Graph.ID)
 	for _, r := range rows {
-		if r.ID == "second" && r.Status != string(Pending) {
+		if r.ID == "second" && State(r.Status) != Pending {
 			t.Errorf("second = %s, want pending (left to the adopter)", r.Status)
 		}
 	}

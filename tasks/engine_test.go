@@ -13,122 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/mcp-harness/mcp-harness/store"
 )
-
-// testWait bounds every wait in these tests. It is generous on purpose: it only limits
-// how long a broken test hangs; nothing here asserts speed.
-const testWait = 60 * time.Second
-
-type testEnv struct {
-	e   *Engine
-	db  *store.DB
-	ws  *store.Workspace
-	dir string // the workspace root
-}
-
-func newTestEngine(t *testing.T, mutate ...func(*Config)) *testEnv {
-	t.Helper()
-	t.Cleanup(func() { goleak.VerifyNone(t) })
-	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(t.Context(), ws.DBPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := db.RegisterRunner(t.Context(), "test", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{
-		DB: db, RunnerID: r.ID, LogsDir: ws.LogsDir(), MaxParallel: 4, Confine: ws.Confine,
-		KillGrace: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
-	for _, m := range mutate {
-		m(&cfg)
-	}
-	e := NewEngine(cfg)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testWait)
-		defer cancel()
-		e.Close(ctx)
-		db.Close()
-	})
-	return &testEnv{e: e, db: db, ws: ws, dir: ws.Root}
-}
-
-func (te *testEnv) submit(t *testing.T, spec Spec) Submitted {
-	t.Helper()
-	sub, err := te.e.Submit(t.Context(), spec)
-	if err != nil {
-		t.Fatalf("Submit: %v", err)
-	}
-	return sub
-}
-
-// waitDone waits until the graph is finished and returns its tasks by id.
-func (te *testEnv) waitDone(t *testing.T, graphID string) map[string]store.TaskRow {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), testWait)
-	defer cancel()
-	snap, ok, err := te.e.Wait(ctx, graphID, nil, UntilDone)
-	if err != nil || !ok {
-		t.Fatalf("graph %s not done within %v: %v", graphID, testWait, err)
-	}
-	if snap.Graph.FinishedAt == nil {
-		t.Errorf("graph finished but finishedAt is not set")
-	}
-	byID := map[string]store.TaskRow{}
-	for _, r := range snap.Tasks {
-		byID[r.ID] = r
-	}
-	return byID
-}
-
-// waitStatus waits until task id of the graph is in state want.
-func (te *testEnv) waitStatus(t *testing.T, graphID, id string, want State) store.TaskRow {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), testWait)
-	defer cancel()
-	var found store.TaskRow
-	_, ok, err := te.e.WaitFor(ctx, graphID, func(s Snapshot) (bool, error) {
-		for _, r := range s.Tasks {
-			if r.ID == id && State(r.Status) == want {
-				found = r
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if !ok || err != nil {
-		t.Fatalf("task %s never became %s: %v", id, want, err)
-	}
-	return found
-}
-
-func tsk(id, cmd string, deps ...string) TaskSpec {
-	return TaskSpec{ID: id, Command: cmd, DependsOn: deps}
-}
-
-func wantState(t *testing.T, tasks map[string]store.TaskRow, id string, state State, code string) {
-	t.Helper()
-	r := tasks[id]
-	gotCode := ""
-	if r.ErrorCode != nil {
-		gotCode = *r.ErrorCode
-	}
-	if State(r.Status) != state || gotCode != code {
-		msg := ""
-		if r.Message != nil {
-			msg = *r.Message
-		}
-		t.Errorf("task %s = %s/%q (%s), want %s/%q", id, r.Status, gotCode, msg, state, code)
-	}
-}
 
 func TestEngine_DiamondRunsInDependencyOrder(t *testing.T) {
 	te := newTestEngine(t)
@@ -143,8 +29,17 @@ func TestEngine_DiamondRunsInDependencyOrder(t *testing.T) {
 	tasks := te.waitDone(t, sub.Graph.ID)
 	for _, id := range []string{"a", "b", "c", "d"} {
 		wantState(t, tasks, id, Succeeded, "")
-		if r := tasks[id]; r.Attempt != 1 || r.ExitCode == nil || *r.ExitCode != 0 || r.StartedAt == nil || r.FinishedAt == nil || r.Pid == nil {
-			t.Errorf("task %s = %+v", id, r.TaskState)
+		if r := tasks[id]; r.Attempt != 1 || r.ExitCode == nil || *r.ExitCode != 0 || r.StartedAt == nil || r.FinishedAt == nil {
+			t.Errorf("task %s = %+v", id, r)
+		}
+	}
+	rows, err := te.db.GraphTasks(t.Context(), sub.Graph.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Pid == nil {
+			t.Errorf("task %s has no recorded pid", r.ID)
 		}
 	}
 	b, _ := os.ReadFile(log)
@@ -156,8 +51,8 @@ func TestEngine_DiamondRunsInDependencyOrder(t *testing.T) {
 	if len(lines) != 4 || pos["a"] != 0 || pos["d"] != 3 {
 		t.Errorf("run order = %v, want a first and d last", lines)
 	}
-	if GraphStatus(mapValues(tasks)) != "succeeded" {
-		t.Errorf("graph status = %s", GraphStatus(mapValues(tasks)))
+	if ProgressOf(mapValues(tasks)).State() != GraphSucceeded {
+		t.Errorf("graph status = %s", ProgressOf(mapValues(tasks)).State())
 	}
 }
 
@@ -230,8 +125,8 @@ func TestEngine_FailureSkipsDependentsOnly(t *testing.T) {
 	if m := tasks["test"].Message; m == nil || !strings.Contains(*m, "build") {
 		t.Errorf("skip message = %v, want it to name build", m)
 	}
-	if GraphStatus(mapValues(tasks)) != "failed" {
-		t.Errorf("graph status = %s, want failed", GraphStatus(mapValues(tasks)))
+	if ProgressOf(mapValues(tasks)).State() != GraphFailed {
+		t.Errorf("graph status = %s, want failed", ProgressOf(mapValues(tasks)).State())
 	}
 	tail, err := TailLog(te.e.LogPath(sub.Graph.ID, "build"), 100)
 	if err != nil || tail.Text != "compiling\n" {
@@ -247,7 +142,7 @@ func TestEngine_FailFast(t *testing.T) {
 	tasks := te.waitDone(t, sub.Graph.ID)
 	wantState(t, tasks, "bad", Failed, CodeExitNonzero)
 	wantState(t, tasks, "slow", Cancelled, CodeCancelled)
-	if s := tasks["later"].Status; s != string(Skipped) && s != string(Cancelled) {
+	if s := tasks["later"].Status; s != Skipped && s != Cancelled {
 		t.Errorf("later = %s, want skipped or cancelled", s)
 	}
 }
@@ -394,9 +289,9 @@ func TestEngine_CloseRecordsShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks := map[string]store.TaskRow{}
+	tasks := map[string]Task{}
 	for _, r := range rows {
-		tasks[r.ID] = r
+		tasks[r.ID] = taskOf(r)
 	}
 	wantState(t, tasks, "run", Failed, CodeRunnerShutdown)
 	wantState(t, tasks, "queued", Cancelled, CodeRunnerShutdown)
@@ -419,7 +314,7 @@ func TestEngine_WaitUntilChange(t *testing.T) {
 	ctx2, cancel2 := context.WithTimeout(t.Context(), testWait)
 	defer cancel2()
 	snap, ok, err := te.e.Wait(ctx2, sub.Graph.ID, []string{"a"}, UntilChange)
-	if !ok || err != nil || snap.Tasks[0].Status != string(Succeeded) {
+	if !ok || err != nil || snap.Tasks[0].Status != Succeeded {
 		t.Fatalf("Wait until change = %v, %v, %+v", ok, err, snap.Tasks)
 	}
 	if _, _, err := te.e.Wait(ctx2, sub.Graph.ID, []string{"zzz"}, UntilDone); !errors.Is(err, ErrNotFound) {
@@ -494,45 +389,6 @@ func TestLogs_PagingAndTail(t *testing.T) {
 	}
 }
 
-func waitForPid(t *testing.T, path string) int {
-	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				return pid
-			}
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
-	}
-	t.Fatalf("no pid in %s", path)
-	return 0
-}
-
-func waitProcessGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for time.Now().Before(deadline) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return
-		}
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
-			return
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
-	}
-	t.Fatalf("process %d still runs", pid)
-}
-
-func mapValues(m map[string]store.TaskRow) []store.TaskRow {
-	out := make([]store.TaskRow, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
-}
-
 // A cancel from another process goes through the store; the owning runner carries it out.
 func TestEngine_CancelFromAnotherRunner(t *testing.T) {
 	owner := newTestEngine(t)
@@ -540,7 +396,7 @@ func TestEngine_CancelFromAnotherRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := NewEngine(Config{DB: owner.db, RunnerID: r2.ID, LogsDir: owner.ws.LogsDir(), Confine: owner.ws.Confine,
+	other := NewEngine(Config{DB: owner.db, RunnerID: r2.ID, Workspace: owner.ws,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(func() { other.Close(context.Background()) })
 

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -10,16 +11,65 @@ import (
 
 // LogSlice is a part of a task's log.
 type LogSlice struct {
-	Path       string
-	Size       int64 // the log's size when it was read
-	Offset     int64 // where Text starts
-	NextOffset int64 // where the next page starts
-	EOF        bool  // Text reaches the end of the log as it was
-	Text       string
+	Path       string `json:"path"`
+	Size       int64  `json:"size"`       // the log's size when it was read
+	Offset     int64  `json:"offset"`     // where Text starts
+	NextOffset int64  `json:"nextOffset"` // where the next page starts
+	EOF        bool   `json:"eof"`        // Text reaches the end of the log as it was
+	Text       string `json:"text"`
 }
 
-// MaxLogSlice is the most a single read returns.
-const MaxLogSlice = 1 << 20
+// Bounds of a log read.
+const (
+	MaxLogSlice     = 1 << 20 // the most a single read returns
+	DefaultLogTail  = 2048    // bytes from the end of each log, unless asked otherwise
+	MaxLogTail      = 65536   // the most a tail may ask for, per task
+	DefaultLogLimit = 65536   // bytes of one page, unless asked otherwise
+)
+
+// LogQuery says which part of a task's log a read returns: the last Tail bytes, or, when
+// Offset is set, up to Limit bytes from Offset (paging through one task's log).
+type LogQuery struct {
+	Tail   int64
+	Offset *int64
+	Limit  int64
+}
+
+// Check refuses a query that makes no sense for a read of n selected tasks (0: all):
+// callers that wait before they read check first, so bad input is refused at once.
+func (q LogQuery) Check(n int) error {
+	if q.Tail < 0 || q.Tail > MaxLogTail {
+		return fmt.Errorf("%w: logTail must be 0..%d, got %d", ErrInvalid, MaxLogTail, q.Tail)
+	}
+	if q.Offset == nil {
+		return nil
+	}
+	switch {
+	case n != 1:
+		return fmt.Errorf("%w: logOffset/logLimit page one task's log: give exactly one id in taskIds", ErrInvalid)
+	case *q.Offset < 0:
+		return fmt.Errorf("%w: logOffset must be 0 or more, got %d", ErrInvalid, *q.Offset)
+	case q.Limit < 1 || q.Limit > MaxLogSlice:
+		return fmt.Errorf("%w: logLimit must be 1..%d, got %d", ErrInvalid, MaxLogSlice, q.Limit)
+	}
+	return nil
+}
+
+// readLog reads the part of a task's log that q asks for: from the live log, or from the
+// graph's archive once it expired (its live logs are then gone).
+func (r *Reader) readLog(g Graph, art *Artifact, taskID string, q LogQuery) (LogSlice, error) {
+	switch {
+	case g.ExpiredAt != nil && art != nil:
+		offset, limit := -q.Tail, q.Tail
+		if q.Offset != nil {
+			offset, limit = *q.Offset, q.Limit
+		}
+		return ReadArtifactLog(art.Path, taskID, offset, limit)
+	case q.Offset != nil:
+		return ReadLog(r.LogPath(g.ID, taskID), *q.Offset, q.Limit)
+	}
+	return TailLog(r.LogPath(g.ID, taskID), q.Tail)
+}
 
 // ReadLog reads up to limit bytes of the log at path from offset. It seeks and reads only
 // what it returns, so it costs the same on a 1 KB log as on a 10 GB one. A log that does

@@ -1,6 +1,11 @@
 package tasks
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,10 +24,82 @@ func waitExitNoReap(pid int) {
 	}
 }
 
-// signalName is a signal's conventional name, e.g. "SIGKILL".
-func signalName(sig syscall.Signal) string {
-	if name := unix.SignalName(sig); name != "" {
-		return name
+// taskProcAttr puts a task's command in a session (and process group) of its own, so the
+// whole group can be signalled, and has the kernel SIGKILL it when this runner dies: a
+// runner's task children die with it, so nothing runs on that no runner observes, records
+// or can stop (what the command itself started in the group is killed by the next
+// runner's reconciliation).
+func taskProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// killSession kills, with SIGKILL, every process of session sid that started no earlier
+// than its leader did (leaderStart, clock ticks after boot). Tasks and PTY programs each
+// lead their own session, so this finds what they left even after the leader died and its
+// children were re-parented; the start time keeps it from touching a stranger that came
+// to use the same number after the whole session was gone.
+func killSession(sid int, leaderStart uint64) {
+	if sid <= 1 || leaderStart == 0 {
+		return // without the start time nothing proves the session is still ours
 	}
-	return sig.String()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		procSid, start, ok := parseSessionAndStart(stat)
+		if ok && procSid == sid && start >= leaderStart {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// parseSessionAndStart reads fields 6 (session) and 22 (starttime) of /proc/<pid>/stat.
+func parseSessionAndStart(stat []byte) (sid int, start uint64, ok bool) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 20 {
+		return 0, 0, false
+	}
+	sid, err1 := strconv.Atoi(f[6-3])
+	start, err2 := strconv.ParseUint(f[22-3], 10, 64)
+	return sid, start, err1 == nil && err2 == nil
+}
+
+// killMarked kills, with SIGKILL, every process whose environment carries marker: what a
+// task left running, found even when its runner died before recording the task's pid. A
+// process that rewrote its environment escapes this, and is left to the session check.
+func killMarked(marker string) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	want := []byte(marker)
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, want) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				break
+			}
+		}
+	}
 }

@@ -1,14 +1,8 @@
 package tasks
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/store"
@@ -84,9 +78,13 @@ func (e *Engine) reap(ctx context.Context, r store.Runner) error {
 	if err != nil {
 		return err
 	}
+	// A start time is comparable only with one read on the same boot, as for the session
+	// rows below: macOS records wall-clock time, so after a reboot every process of a
+	// session whose number was reused would pass killSession's start-time check.
+	sameBoot := r.BootID == store.BootID()
 	for _, to := range takeovers {
 		for _, t := range to.Restarted {
-			if t.Pgid != nil && t.ProcStart != nil {
+			if sameBoot && t.Pgid != nil && t.ProcStart != nil {
 				killSession(*t.Pgid, *t.ProcStart)
 			}
 			killMarked(taskMarker(to.Graph.ID, t.ID))
@@ -121,81 +119,10 @@ func (e *Engine) reap(ctx context.Context, r store.Runner) error {
 	return e.cfg.DB.MarkReaped(ctx, r.ID)
 }
 
-// killSession kills, with SIGKILL, every process of session sid that started no earlier
-// than its leader did (leaderStart, clock ticks after boot). Tasks and PTY programs each
-// lead their own session, so this finds what they left even after the leader died and its
-// children were re-parented; the start time keeps it from touching a stranger that came
-// to use the same number after the whole session was gone.
-func killSession(sid int, leaderStart uint64) {
-	if sid <= 1 || leaderStart == 0 {
-		return // without the start time nothing proves the session is still ours
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return
-	}
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		procSid, start, ok := parseSessionAndStart(stat)
-		if ok && procSid == sid && start >= leaderStart {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
-
-// parseSessionAndStart reads fields 6 (session) and 22 (starttime) of /proc/<pid>/stat.
-func parseSessionAndStart(stat []byte) (sid int, start uint64, ok bool) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 20 {
-		return 0, 0, false
-	}
-	sid, err1 := strconv.Atoi(f[6-3])
-	start, err2 := strconv.ParseUint(f[22-3], 10, 64)
-	return sid, start, err1 == nil && err2 == nil
-}
-
 // markerVar names the environment variable every task process carries.
 const markerVar = "MCP_HARNESS_TASK"
 
 // taskMarker is the environment entry that marks a task's processes.
 func taskMarker(graphID, taskID string) string {
 	return markerVar + "=" + graphID + "/" + taskID
-}
-
-// killMarked kills, with SIGKILL, every process whose environment carries marker: what a
-// task left running, found even when its runner died before recording the task's pid. A
-// process that rewrote its environment escapes this, and is left to the session check.
-func killMarked(marker string) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return
-	}
-	want := []byte(marker)
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ"))
-		if err != nil {
-			continue
-		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if bytes.Equal(kv, want) {
-				syscall.Kill(pid, syscall.SIGKILL)
-				break
-			}
-		}
-	}
 }

@@ -6,107 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/store"
 )
-
-// cancelPoll is how often a runner looks for cancel requests that other processes left in
-// the store for its graphs: a fraction of a second, so an operator's cancel feels
-// immediate, on an indexed query that finds nothing most of the time.
-const cancelPoll = 200 * time.Millisecond
-
-// ErrOwnerGone reports a graph whose runner is gone: its tasks are put right by the next
-// reconciliation, not by a cancel request.
-var ErrOwnerGone = errors.New("the server process that ran this graph is gone")
-
-// RequestCancel cancels tasks of a graph from any process: it records cancel requests in
-// the store for the runner that owns the graph, waits (within ctx) until that runner has
-// acted on the pending ones, and reports each task concerned as Cancel does. Running
-// tasks are reported cancelling: their runner signals them and records them when they
-// exit.
-func RequestCancel(ctx context.Context, db *store.DB, graphID string, taskIDs []string, grace time.Duration) ([]CancelResult, error) {
-	before, err := LoadSnapshot(ctx, db, graphID)
-	if err != nil {
-		return nil, err
-	}
-	var missing []string
-	for _, id := range taskIDs {
-		if !slices.ContainsFunc(before.Tasks, func(t store.TaskRow) bool { return t.ID == id }) {
-			missing = append(missing, id)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("graph %s has no task %s: %w", graphID, strings.Join(missing, ", "), ErrNotFound)
-	}
-	if before.Graph.FinishedAt == nil {
-		owner, err := db.GetRunner(ctx, before.Graph.RunnerID)
-		if err != nil {
-			return nil, err
-		}
-		if !owner.Live(time.Now()) {
-			return nil, fmt.Errorf("graph %s: %w (runner %s); its unfinished tasks are recorded when a server next starts on this workspace", graphID, ErrOwnerGone, owner.ID)
-		}
-	}
-	marked, err := db.RequestCancel(ctx, graphID, taskIDs, grace)
-	if err != nil {
-		return nil, err
-	}
-	after := before
-	if len(marked) > 0 {
-		// The owner acts within cancelPoll; wait until no marked task is still pending.
-		wait, cancel := context.WithTimeout(ctx, 10*cancelPoll)
-		defer cancel()
-		for wait.Err() == nil {
-			if after, err = LoadSnapshot(ctx, db, graphID); err != nil {
-				return nil, err
-			}
-			if !slices.ContainsFunc(after.Tasks, func(t store.TaskRow) bool {
-				return slices.Contains(marked, t.ID) && State(t.Status) == Pending
-			}) {
-				break
-			}
-			select {
-			case <-wait.Done():
-			case <-time.After(cancelPoll / 4):
-			}
-		}
-	}
-	return cancelOutcomes(before, after, taskIDs, marked), nil
-}
-
-// cancelOutcomes compares a graph before and after a cancel request.
-func cancelOutcomes(before, after Snapshot, requested, marked []string) []CancelResult {
-	prev := map[string]State{}
-	for _, t := range before.Tasks {
-		prev[t.ID] = State(t.Status)
-	}
-	var out []CancelResult
-	for _, t := range after.Tasks {
-		was, now := prev[t.ID], State(t.Status)
-		var outcome string
-		switch {
-		case slices.Contains(marked, t.ID) && now == Cancelled:
-			outcome = OutcomeCancelled
-		case slices.Contains(marked, t.ID) && now == Skipped:
-			outcome = OutcomeSkipped // a dependency was cancelled first
-		case slices.Contains(marked, t.ID) && !now.Terminal():
-			outcome = OutcomeCancelling
-		case slices.Contains(marked, t.ID):
-			outcome = OutcomeAlreadyTerminal // it finished on its own meanwhile
-		case was == Pending && now == Skipped:
-			outcome = OutcomeSkipped
-		case slices.Contains(requested, t.ID):
-			outcome = OutcomeAlreadyTerminal
-		default:
-			continue
-		}
-		out = append(out, CancelResult{ID: t.ID, PreviousStatus: was, Status: now, Outcome: outcome})
-	}
-	return out
-}
 
 // watchLoop carries out the cancel requests other processes leave for this runner's
 // graphs, reconciles runners that are gone (at once, then every reconcileEvery) and
@@ -205,41 +108,71 @@ func (e *Engine) spoolUnspooled(ctx context.Context, ownOnly bool) error {
 	return nil
 }
 
-func (e *Engine) spool(ctx context.Context, graphID string) (store.Artifact, error) {
-	return Spool(ctx, e.cfg.DB, e.cfg.LogsDir, e.cfg.ArtifactsDir, e.cfg.RunnerID, graphID)
-}
-
 // Expire removes the live logs of graphs that finished longer ago than the retention,
-// after making sure their artifact exists; their logs are then read from it.
+// after making sure their artifact exists; their logs are then read from it. It also
+// removes what an earlier pass recorded expired but did not get to remove.
 func (e *Engine) Expire(ctx context.Context) error {
 	ids, err := e.cfg.DB.ExpirableGraphs(ctx, time.Now().Add(-e.cfg.Retention))
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
-		a, err := e.cfg.DB.GetArtifact(ctx, id)
-		if err == nil {
-			if _, statErr := os.Stat(a.Path); statErr != nil {
-				err = statErr
-			}
+		if err := e.expireGraph(ctx, id); err != nil {
+			return fmt.Errorf("expire %s: %w", id, err)
 		}
-		if err != nil {
-			if _, err := e.spool(ctx, id); err != nil {
-				return err
-			}
+	}
+	return e.removeExpiredLogs(ctx)
+}
+
+// expireGraph expires one graph, in the order readers rely on: its artifact exists before
+// the graph is recorded expired, and the graph is recorded expired before its live logs
+// go. So a graph read as not expired has its live logs, and one read as expired has its
+// archive. Stopped in between (a crash, a failed removal), the graph is expired with its
+// live logs still there: harmless, and removeExpiredLogs removes them on a later pass.
+func (e *Engine) expireGraph(ctx context.Context, id string) error {
+	a, err := e.cfg.DB.GetArtifact(ctx, id)
+	if err == nil {
+		if _, statErr := os.Stat(a.Path); statErr != nil {
+			err = statErr
 		}
-		if err := os.RemoveAll(filepath.Join(e.cfg.LogsDir, id)); err != nil {
-			return err
-		}
-		if err := e.cfg.DB.MarkExpired(ctx, id); err != nil {
+	}
+	if err != nil {
+		if _, err := e.spool(ctx, id); err != nil {
 			return err
 		}
 	}
-	return nil
+	if err := e.cfg.DB.MarkExpired(ctx, id); err != nil {
+		return err
+	}
+	return os.RemoveAll(filepath.Join(e.cfg.Workspace.LogsDir(), id))
 }
 
-// Artifact returns a graph's recorded artifact, if it has one.
-func (e *Engine) Artifact(ctx context.Context, graphID string) (store.Artifact, bool) {
-	a, err := e.cfg.DB.GetArtifact(ctx, graphID)
-	return a, err == nil
+// removeExpiredLogs removes the live log directories of graphs already recorded expired,
+// which a pass stopped between recording and removing left behind. ExpirableGraphs no
+// longer lists those graphs, so they are found from the logs directory: one lookup per
+// graph that still has live logs (running, or finished within the retention).
+func (e *Engine) removeExpiredLogs(ctx context.Context) error {
+	entries, err := os.ReadDir(e.cfg.Workspace.LogsDir())
+	if err != nil {
+		return fmt.Errorf("expire: %w", err)
+	}
+	for _, ent := range entries {
+		if !ent.IsDir() {
+			continue
+		}
+		g, err := e.cfg.DB.GetGraph(ctx, ent.Name())
+		if errors.Is(err, store.ErrNotFound) {
+			continue // a Submit makes the directory before it stores the graph
+		}
+		if err != nil {
+			return fmt.Errorf("expire: %w", err)
+		}
+		if g.ExpiredAt == nil {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(e.cfg.Workspace.LogsDir(), g.ID)); err != nil {
+			return fmt.Errorf("expire %s: %w", g.ID, err)
+		}
+	}
+	return nil
 }

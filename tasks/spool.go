@@ -20,38 +20,30 @@ import (
 )
 
 // Manifest is manifest.json, the first entry of a graph's artifact: the graph as it
-// finished, and for each task its log's size and sha256, so the archive can be checked.
+// finished, and for each task its state, command and directory, and its log's size and
+// sha256, so the archive can be checked. Its parts are the tool results' (model.go).
 type Manifest struct {
 	Graph struct {
-		ID         string    `json:"id"`
-		Name       string    `json:"name"`
-		Status     string    `json:"status"`
-		RunnerID   string    `json:"runnerId"`
-		CreatedAt  time.Time `json:"createdAt"`
-		FinishedAt time.Time `json:"finishedAt"`
+		GraphHead
+		RunnerID string `json:"runnerId"`
 	} `json:"graph"`
 	Tasks []ManifestTask `json:"tasks"`
 }
 
-// ManifestTask is one task in a Manifest.
+// ManifestTask is one task in a Manifest; Log is null when the task wrote none.
 type ManifestTask struct {
-	ID         string     `json:"id"`
-	Command    string     `json:"command"`
-	Cwd        string     `json:"cwd"`
-	DependsOn  []string   `json:"dependsOn"`
-	Status     string     `json:"status"`
-	ErrorCode  *string    `json:"errorCode"`
-	ExitCode   *int       `json:"exitCode"`
-	Signal     *string    `json:"signal"`
-	Message    *string    `json:"message"`
-	Attempt    int        `json:"attempt"`
-	StartedAt  *time.Time `json:"startedAt"`
-	FinishedAt *time.Time `json:"finishedAt"`
-	Log        *struct {
-		Name   string `json:"name"` // entry name in the archive
-		Bytes  int64  `json:"bytes"`
-		SHA256 string `json:"sha256"`
-	} `json:"log"`
+	TaskHead
+	Command string `json:"command"`
+	Cwd     string `json:"cwd"`
+	TaskTimes
+	Log *ManifestLog `json:"log"`
+}
+
+// ManifestLog is a task's log in an artifact.
+type ManifestLog struct {
+	Name   string `json:"name"` // entry name in the archive
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
 }
 
 // ArtifactPath is where a graph's artifact goes.
@@ -66,12 +58,13 @@ func logEntry(taskID string) string { return "logs/" + taskID + ".log" }
 // name, so a later runner can tell which leftovers belong to a runner that is gone.
 const tempPrefix = ".spool-"
 
-// Spool writes a finished graph's artifact, <artifactsDir>/<graphId>.tar.gz holding
+// spool writes a finished graph's artifact, <artifacts>/<graphId>.tar.gz holding
 // manifest.json and every task's log, and records it in the store. The archive is written
 // under a temporary name, synced and renamed, so a spool cut short never leaves anything
 // under the final name; spooling again is harmless (the same content is written again).
-func Spool(ctx context.Context, db *store.DB, logsDir, artifactsDir, runnerID, graphID string) (store.Artifact, error) {
-	snap, err := LoadSnapshot(ctx, db, graphID)
+func (e *Engine) spool(ctx context.Context, graphID string) (store.Artifact, error) {
+	artifactsDir := e.cfg.ArtifactsDir
+	snap, err := e.Snapshot(ctx, graphID)
 	if err != nil {
 		return store.Artifact{}, err
 	}
@@ -79,14 +72,11 @@ func Spool(ctx context.Context, db *store.DB, logsDir, artifactsDir, runnerID, g
 		return store.Artifact{}, fmt.Errorf("spool %s: the graph has not finished", graphID)
 	}
 	m := Manifest{Tasks: []ManifestTask{}}
-	m.Graph.ID, m.Graph.Name, m.Graph.Status = snap.Graph.ID, snap.Graph.Name, GraphStatus(snap.Tasks)
-	m.Graph.RunnerID, m.Graph.CreatedAt, m.Graph.FinishedAt = snap.Graph.RunnerID, snap.Graph.CreatedAt, *snap.Graph.FinishedAt
+	m.Graph.GraphHead, m.Graph.RunnerID = snap.Graph.Head(snap.Progress()), snap.Graph.RunnerID
 	var logs []string // paths, by task, "" when the task has no log
 	for _, t := range snap.Tasks {
-		mt := ManifestTask{ID: t.ID, Command: t.Command, Cwd: t.Cwd, DependsOn: nonNilStrings(t.DependsOn), Status: t.Status,
-			ErrorCode: t.ErrorCode, ExitCode: t.ExitCode, Signal: t.Signal, Message: t.Message, Attempt: t.Attempt,
-			StartedAt: t.StartedAt, FinishedAt: t.FinishedAt}
-		path := LogPath(logsDir, graphID, t.ID)
+		mt := ManifestTask{TaskHead: t.Head(), Command: t.Command, Cwd: t.Cwd, TaskTimes: t.Times(*snap.Graph.FinishedAt)}
+		path := e.LogPath(graphID, t.ID)
 		size, sum, err := hashFile(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -94,11 +84,7 @@ func Spool(ctx context.Context, db *store.DB, logsDir, artifactsDir, runnerID, g
 		case err != nil:
 			return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, err)
 		default:
-			mt.Log = &struct {
-				Name   string `json:"name"`
-				Bytes  int64  `json:"bytes"`
-				SHA256 string `json:"sha256"`
-			}{logEntry(t.ID), size, sum}
+			mt.Log = &ManifestLog{Name: logEntry(t.ID), Bytes: size, SHA256: sum}
 		}
 		logs = append(logs, path)
 		m.Tasks = append(m.Tasks, mt)
@@ -109,7 +95,7 @@ func Spool(ctx context.Context, db *store.DB, logsDir, artifactsDir, runnerID, g
 	}
 
 	final := ArtifactPath(artifactsDir, graphID)
-	tmp, err := os.CreateTemp(artifactsDir, tempPrefix+runnerID+"-"+graphID+"-*")
+	tmp, err := os.CreateTemp(artifactsDir, tempPrefix+e.cfg.RunnerID+"-"+graphID+"-*")
 	if err != nil {
 		return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, err)
 	}
@@ -149,7 +135,7 @@ func Spool(ctx context.Context, db *store.DB, logsDir, artifactsDir, runnerID, g
 		return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, err)
 	}
 	a := store.Artifact{GraphID: graphID, Path: final, Bytes: counter.n, SHA256: hex.EncodeToString(sum.Sum(nil)), CreatedAt: time.Now().UTC()}
-	if err := db.RecordArtifact(ctx, a); err != nil {
+	if err := e.cfg.DB.RecordArtifact(ctx, a); err != nil {
 		return store.Artifact{}, err
 	}
 	return a, nil
@@ -287,13 +273,6 @@ func removeStaleSpools(artifactsDir string, alive func(runnerID string) bool) {
 		}
 		os.Remove(filepath.Join(artifactsDir, name))
 	}
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // OpenArtifactLog opens a task's log inside an artifact for reading from its start, and

@@ -11,36 +11,6 @@ import (
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
-// Snapshot is a graph and its tasks as stored.
-type Snapshot struct {
-	Graph store.GraphRow
-	Tasks []store.TaskRow // in submitted order
-}
-
-// Snapshot reads a graph from the store: the truth whichever runner runs it.
-func (e *Engine) Snapshot(ctx context.Context, graphID string) (Snapshot, error) {
-	return LoadSnapshot(ctx, e.cfg.DB, graphID)
-}
-
-// LoadSnapshot reads a graph and its tasks from a workspace's store, for any process.
-func LoadSnapshot(ctx context.Context, db *store.DB, graphID string) (Snapshot, error) {
-	// Tasks first, then the graph: the transaction that makes the last task terminal also
-	// sets the graph's finishedAt, so this order never shows finished tasks in an
-	// unfinished graph.
-	tasks, err := db.GraphTasks(ctx, graphID)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	g, err := db.GetGraph(ctx, graphID)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return Snapshot{}, fmt.Errorf("graph %q: %w", graphID, ErrNotFound)
-		}
-		return Snapshot{}, err
-	}
-	return Snapshot{Graph: g, Tasks: tasks}, nil
-}
-
 // Until says what a Wait waits for.
 type Until string
 
@@ -158,10 +128,6 @@ func (e *Engine) waitProbe(ctx context.Context, graphID string, probe func(store
 	}
 }
 
-func selected(ids []string, id string) bool {
-	return len(ids) == 0 || contains(ids, id)
-}
-
 func allTerminal(briefs []store.TaskBrief, ids []string) bool {
 	for _, t := range briefs {
 		if selected(ids, t.ID) && !State(t.Status).Terminal() {
@@ -184,106 +150,4 @@ func fingerprint(briefs []store.TaskBrief, ids []string) string {
 		}
 	}
 	return string(b)
-}
-
-// GraphStatus derives a graph's status from its tasks: running while any task is pending
-// or running, else failed if any failed, else cancelled if any was cancelled or skipped,
-// else succeeded.
-func GraphStatus(tasks []store.TaskRow) string {
-	var failed, cancelled bool
-	for _, t := range tasks {
-		switch State(t.Status) {
-		case Pending, Running:
-			return "running"
-		case Failed:
-			failed = true
-		case Cancelled, Skipped:
-			cancelled = true
-		}
-	}
-	switch {
-	case failed:
-		return "failed"
-	case cancelled:
-		return "cancelled"
-	}
-	return "succeeded"
-}
-
-// Page is one page of the workspace's task list with the graphs it touches.
-type Page struct {
-	Tasks  []store.TaskRow
-	Next   string     // cursor of the next page; "" on the last
-	Graphs []Snapshot // the graphs of Tasks, in the order they first appear
-}
-
-// List reads a page of every task in the workspace, whichever runner ran it.
-func (e *Engine) List(ctx context.Context, f store.ListFilter) (Page, error) {
-	return ListPage(ctx, e.cfg.DB, f)
-}
-
-// ListPage reads a page of every task in a workspace's store, for any process.
-func ListPage(ctx context.Context, db *store.DB, f store.ListFilter) (Page, error) {
-	ts, next, err := db.ListTasks(ctx, f)
-	if err != nil {
-		if errors.Is(err, store.ErrBadCursor) {
-			return Page{}, fmt.Errorf("%w: %v", ErrInvalid, err)
-		}
-		return Page{}, err
-	}
-	p := Page{Tasks: ts, Next: next}
-	seen := map[string]bool{}
-	for _, t := range ts {
-		if seen[t.GraphID] {
-			continue
-		}
-		seen[t.GraphID] = true
-		snap, err := LoadSnapshot(ctx, db, t.GraphID)
-		if err != nil {
-			return Page{}, err
-		}
-		p.Graphs = append(p.Graphs, snap)
-	}
-	return p, nil
-}
-
-// Progress counts a graph's tasks per state; Percent is the finished share, rounded down.
-// Its JSON form is the progress object of the tool results and of the CLI's --json.
-type Progress struct {
-	Total     int `json:"total"`
-	Pending   int `json:"pending"`
-	Running   int `json:"running"`
-	Succeeded int `json:"succeeded"`
-	Failed    int `json:"failed"`
-	Cancelled int `json:"cancelled"`
-	Skipped   int `json:"skipped"`
-	Percent   int `json:"percent"`
-}
-
-// Done is the number of finished tasks.
-func (p Progress) Done() int { return p.Total - p.Pending - p.Running }
-
-// ProgressOf counts tasks per state.
-func ProgressOf(ts []store.TaskRow) Progress {
-	p := Progress{Total: len(ts)}
-	for _, t := range ts {
-		switch State(t.Status) {
-		case Pending:
-			p.Pending++
-		case Running:
-			p.Running++
-		case Succeeded:
-			p.Succeeded++
-		case Failed:
-			p.Failed++
-		case Cancelled:
-			p.Cancelled++
-		case Skipped:
-			p.Skipped++
-		}
-	}
-	if p.Total > 0 {
-		p.Percent = p.Done() * 100 / p.Total
-	}
-	return p
 }

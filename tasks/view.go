@@ -340,7 +340,7 @@ func mermaidText(s string) string {
 type Report struct {
 	GraphID string       `json:"graphId"`
 	Name    string       `json:"name"`
-	Status  string       `json:"status"`
+	Status  GraphState   `json:"status"`
 	Nodes   []ReportNode `json:"nodes"`
 	Edges   []ReportEdge `json:"edges"`
 	Order   []string     `json:"order"`
@@ -369,10 +369,10 @@ type ReportEdge struct {
 func Explain(s Snapshot) (View, Report) {
 	nodes := make([]Node, len(s.Tasks))
 	for i, t := range s.Tasks {
-		nodes[i] = Node{ID: t.ID, Status: State(t.Status), DependsOn: t.DependsOn}
+		nodes[i] = Node{ID: t.ID, Status: t.Status, DependsOn: t.DependsOn}
 	}
 	v := Analyze(nodes)
-	r := Report{GraphID: s.Graph.ID, Name: s.Graph.Name, Status: GraphStatus(s.Tasks),
+	r := Report{GraphID: s.Graph.ID, Name: s.Graph.Name, Status: s.Progress().State(),
 		Nodes: make([]ReportNode, 0, len(v.Nodes)), Edges: make([]ReportEdge, 0, len(v.Edges)),
 		Order: orEmpty(v.Order), Mermaid: v.Mermaid}
 	for _, n := range v.Nodes {
@@ -388,12 +388,4 @@ func Explain(s Snapshot) (View, Report) {
 		r.Edges = append(r.Edges, ReportEdge{From: e.From, To: e.To})
 	}
 	return v, r
-}
-
-// orEmpty turns a nil slice into an empty one, so it encodes as [] rather than null.
-func orEmpty[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -83,6 +84,9 @@ func argNames(dst any) []string {
 	return names
 }
 
+// maxGraceMs bounds tasks_cancel's graceMs (shell_close's bound is pty.MaxGrace).
+const maxGraceMs = 60_000
+
 // millis turns an optional millisecond argument into a duration: def when absent, and an
 // error when negative or above max.
 func millis(name string, v *int64, def, max time.Duration) (time.Duration, error) {
@@ -99,25 +103,28 @@ func millis(name string, v *int64, def, max time.Duration) (time.Duration, error
 	return d, nil
 }
 
+// msOr turns an optional millisecond argument into the duration it stands for, def when
+// absent, for an engine that checks durations itself (pty): a negative one reaches it as
+// negative and is refused there. A value too large for a Duration saturates rather than
+// wrapping round to a negative one.
+func msOr(v *int64, def time.Duration) time.Duration {
+	switch {
+	case v == nil:
+		return def
+	case *v > math.MaxInt64/int64(time.Millisecond):
+		return math.MaxInt64
+	case *v < math.MinInt64/int64(time.Millisecond):
+		return math.MinInt64
+	}
+	return time.Duration(*v) * time.Millisecond
+}
+
 // clampWait applies --max-wait to a requested wait and reports whether it cut it.
 func (s *Server) clampWait(d time.Duration) (time.Duration, bool) {
 	if d > s.cfg.MaxWait {
 		return s.cfg.MaxWait, true
 	}
 	return d, false
-}
-
-// checkEnv refuses environment entries a program could not receive.
-func checkEnv(env map[string]string) error {
-	for k, v := range env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return invalidf("env name %q is not a valid variable name (it must be non-empty, without '=' or NUL)", k)
-		}
-		if strings.ContainsRune(v, 0) {
-			return invalidf("env %s contains a NUL byte", k)
-		}
-	}
-	return nil
 }
 
 // fmtBytes writes a byte count for a header line.

@@ -367,12 +367,11 @@ func (f *facade) get(snap tasks.Snapshot) (any, *rpcError) {
 	if t.Status == "completed" {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = "tasks_status"
-		req.Params.Arguments = map[string]any{"graphId": snap.Graph.ID}
-		res, _ := f.s.tasksStatus(f.ctx, req)
-		if res == nil || res.IsError {
-			return nil, &rpcError{Code: mcp.INTERNAL_ERROR, Message: "tasks/get: cannot read the graph's result: " + resultText(res)}
+		res, err := f.s.tasksStatus(f.ctx, req, statusArgs{GraphID: snap.Graph.ID})
+		if err != nil {
+			return nil, &rpcError{Code: mcp.INTERNAL_ERROR, Message: "tasks/get: cannot read the graph's result: " + err.Error()}
 		}
-		res.IsError = tasks.GraphStatus(snap.Tasks) == "failed"
+		res.IsError = snap.Progress().State() == tasks.GraphFailed
 		t.Result = res
 	}
 	return t, nil
@@ -382,13 +381,14 @@ func (f *facade) get(snap tasks.Snapshot) (any, *rpcError) {
 // a cancelled one cancelled, any other finished one completed (a failed graph too: the
 // extension's failed status is for JSON-RPC errors only).
 func taskOf(snap tasks.Snapshot) task {
-	status := tasks.GraphStatus(snap.Tasks)
+	p := snap.Progress()
+	status := p.State()
 	t := task{TaskID: snap.Graph.ID, Status: "completed", CreatedAt: timestamp(snap.Graph.CreatedAt),
 		PollIntervalMs: taskPollInterval.Milliseconds()}
 	switch status {
-	case "running":
+	case tasks.GraphRunning:
 		t.Status = "working"
-	case "cancelled":
+	case tasks.GraphCancelled:
 		t.Status = "cancelled"
 	}
 	last := snap.Graph.CreatedAt
@@ -404,8 +404,7 @@ func taskOf(snap tasks.Snapshot) task {
 	}
 	t.LastUpdatedAt = timestamp(last)
 
-	p := tasks.ProgressOf(snap.Tasks)
-	t.StatusMessage = fmt.Sprintf("graph %s: %d/%d tasks done", status, p.Total-p.Pending-p.Running, p.Total)
+	t.StatusMessage = fmt.Sprintf("graph %s: %d/%d tasks done", status, p.Done(), p.Total)
 	var parts []string
 	for _, c := range []struct {
 		n    int
@@ -455,18 +454,4 @@ func jsonKey(raw json.RawMessage) (string, bool) {
 
 func invalidParams(format string, args ...any) *rpcError {
 	return &rpcError{Code: mcp.INVALID_PARAMS, Message: fmt.Sprintf(format, args...)}
-}
-
-// resultText is a tool result's text, for error messages.
-func resultText(res *mcp.CallToolResult) string {
-	if res == nil {
-		return "no result"
-	}
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }

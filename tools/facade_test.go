@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
 // declaredMeta is a request _meta that declares the Tasks extension.
@@ -226,7 +228,7 @@ func TestFacade_Methods(t *testing.T) {
 		if got.ResultType != "complete" || got.Status != "completed" || got.TaskID != failed || got.Result == nil || !got.Result.IsError {
 			t.Fatalf("tasks/get of a failed graph = %+v, want a completed task with an isError result", got)
 		}
-		if st := got.Result.StructuredContent.(statusResult); st.Status != "failed" || len(st.Tasks) != 2 {
+		if st := got.Result.StructuredContent.(tasks.StatusReport); st.Status != "failed" || len(st.Tasks) != 2 {
 			t.Errorf("inline result = %+v, want the tasks_status result", st)
 		}
 		if got.StatusMessage != "graph failed: 2/2 tasks done (1 failed)" {

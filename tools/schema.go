@@ -38,18 +38,28 @@ func stringMap(desc string) schema {
 	return schema{"type": "object", "description": desc, "additionalProperties": schema{"type": "string"}}
 }
 
-// nullable lets a typed schema also be null (for fields that do not apply).
+// nullable lets a typed schema also be null (for fields that do not apply). An enum must
+// list null too: JSON Schema checks "enum" apart from "type", so an enum without null
+// refuses a null the type allows, and clients that validate results (the TypeScript SDK)
+// then reject the whole result.
 func nullable(s schema) schema {
 	out := schema{}
 	for k, v := range s {
 		out[k] = v
 	}
 	out["type"] = []any{s["type"], "null"}
+	if values, ok := s["enum"].([]any); ok {
+		out["enum"] = append(values[:len(values):len(values)], nil)
+	}
 	return out
 }
 
-func enum(desc string, values ...string) schema {
-	return schema{"type": "string", "description": desc, "enum": values}
+func enum[S ~string](desc string, values ...S) schema {
+	list := make([]any, len(values))
+	for i, v := range values {
+		list[i] = string(v)
+	}
+	return schema{"type": "string", "description": desc, "enum": list}
 }
 
 func mustJSON(s schema) json.RawMessage {

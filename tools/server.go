@@ -108,8 +108,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Logger:      s.log,
 	})
 	s.tasks = tasks.NewEngine(tasks.Config{
-		DB: db, RunnerID: runner.ID, LogsDir: ws.LogsDir(), MaxParallel: cfg.MaxParallel,
-		Limits: tasks.Limits{MaxTasks: cfg.MaxTasks}, Confine: ws.Confine, Logger: s.log,
+		DB: db, Workspace: ws, RunnerID: runner.ID, MaxParallel: cfg.MaxParallel,
+		Limits: tasks.Limits{MaxTasks: cfg.MaxTasks}, Logger: s.log,
 		ArtifactsDir: ws.ArtifactsDir, Retention: cfg.Retention,
 	})
 	s.mcp = server.NewMCPServer("mcp-harness", cfg.Version,

@@ -130,18 +130,27 @@ func TestShell_BadInput(t *testing.T) {
 		{"shell_open", map[string]any{"command": touch, "waitFor": "("}, "INVALID_ARGUMENT", "waitFor"},
 		{"shell_open", map[string]any{"command": touch, "cols": 80}, "INVALID_ARGUMENT", "cols and rows together"},
 		{"shell_open", map[string]any{"command": touch, "cols": 0, "rows": 10}, "INVALID_ARGUMENT", "1..1000"},
-		{"shell_open", map[string]any{"command": touch, "timeoutMs": -1}, "INVALID_ARGUMENT", "timeoutMs"},
-		{"shell_open", map[string]any{"command": touch, "maxBytes": 0}, "INVALID_ARGUMENT", "maxBytes"},
+		{"shell_open", map[string]any{"command": touch, "rows": 10}, "INVALID_ARGUMENT", "give cols and rows together, each 1..1000, got 0x10"},
+		{"shell_open", map[string]any{"command": touch, "timeoutMs": -1}, "INVALID_ARGUMENT", "timeout must be 0 or more, got -1ms"},
+		{"shell_open", map[string]any{"command": touch, "maxBytes": 1<<20 + 1}, "INVALID_ARGUMENT", "maxBytes must be 1..1048576, got 1048577"},
+		{"shell_open", map[string]any{"command": touch, "maxBytes": -1}, "INVALID_ARGUMENT", "maxBytes must be 1..1048576, got -1"},
 		{"shell_open", map[string]any{"command": touch, "env": map[string]any{"A=B": "x"}}, "INVALID_ARGUMENT", "env name"},
+		{"shell_open", map[string]any{"command": touch, "env": map[string]any{"A": "x\x00"}}, "INVALID_ARGUMENT", "env A contains a NUL byte"},
+		{"shell_open", map[string]any{"command": touch + "\x00"}, "INVALID_ARGUMENT", "command contains a NUL byte"},
+		{"shell_open", map[string]any{"command": touch, "name": strings.Repeat("n", 201)}, "INVALID_ARGUMENT", "name is 201 bytes long; give one of at most 200"},
 		{"shell_open", map[string]any{"command": touch, "timeout": 5}, "INVALID_ARGUMENT", `unknown argument "timeout"`},
 		{"shell_open", map[string]any{"command": 42}, "INVALID_ARGUMENT", "command must be a string"},
 		{"shell_io", map[string]any{}, "INVALID_ARGUMENT", "sessionId is required"},
 		{"shell_io", map[string]any{"sessionId": "s99"}, "NOT_FOUND", "shell_list"},
 		{"shell_io", map[string]any{"sessionId": "s99", "keys": []string{"Enterr"}}, "INVALID_ARGUMENT", "valid keys"},
-		{"shell_io", map[string]any{"sessionId": "s99", "since": -5}, "INVALID_ARGUMENT", "since"},
+		{"shell_io", map[string]any{"sessionId": "s99", "since": -5}, "INVALID_ARGUMENT", "since must be 0 or more, got -5"},
+		{"shell_io", map[string]any{"sessionId": "s99", "cols": 80}, "INVALID_ARGUMENT", "give cols and rows together"},
+		{"shell_io", map[string]any{"sessionId": "s99", "timeoutMs": -1}, "INVALID_ARGUMENT", "timeout must be 0 or more"},
+		{"shell_close", map[string]any{}, "INVALID_ARGUMENT", "sessionId is required"},
 		{"shell_close", map[string]any{"sessionId": "s99"}, "NOT_FOUND", "s99"},
 		{"shell_close", map[string]any{"sessionId": "s1", "signal": "SIGFOO"}, "INVALID_ARGUMENT", "SIGHUP"},
-		{"shell_close", map[string]any{"sessionId": "s1", "graceMs": -1}, "INVALID_ARGUMENT", "graceMs"},
+		{"shell_close", map[string]any{"sessionId": "s1", "graceMs": -1}, "INVALID_ARGUMENT", "grace must be 0s..1m0s, got -1ms"},
+		{"shell_close", map[string]any{"sessionId": "s1", "graceMs": 60001}, "INVALID_ARGUMENT", "grace must be 0s..1m0s, got 1m0.001s"},
 		{"shell_list", map[string]any{"all": true}, "INVALID_ARGUMENT", "unknown argument"},
 	}
 	for _, tt := range tests {
@@ -184,6 +193,9 @@ func TestShell_LimitExceeded(t *testing.T) {
 func TestShell_SessionRows(t *testing.T) {
 	s := newTestServer(t)
 	r := structured(t, callTool(t, s, "shell_open", map[string]any{"command": "sleep 100", "timeoutMs": 0}))
+	if r["reason"] != "timeout" || r["exited"] != false {
+		t.Errorf("shell_open(timeoutMs 0) = %v, want what is there now: reason timeout, running", r)
+	}
 	rows, err := s.db.OpenSessions(t.Context(), s.runner.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -194,5 +206,19 @@ func TestShell_SessionRows(t *testing.T) {
 	callTool(t, s, "shell_close", map[string]any{"sessionId": r["sessionId"], "graceMs": 0})
 	if rows, _ := s.db.OpenSessions(t.Context(), s.runner.ID); len(rows) != 0 {
 		t.Errorf("rows after close = %+v, want none open", rows)
+	}
+}
+
+// shell_close takes a signal however pty.ParseSignal reads it, and reports how the program
+// ended.
+func TestShell_CloseSignal(t *testing.T) {
+	s := newTestServer(t)
+	r := structured(t, callTool(t, s, "shell_open", map[string]any{"command": "sleep 100", "timeoutMs": 0}))
+	closed := callTool(t, s, "shell_close", map[string]any{"sessionId": r["sessionId"], "signal": "term"})
+	if c := structured(t, closed); closed.IsError || c["signal"] != "SIGTERM" || c["exitCode"] != nil {
+		t.Errorf("shell_close(signal term) = %v, want killed by SIGTERM", c)
+	}
+	if header := strings.SplitN(text(closed), "\n", 2)[0]; !strings.Contains(header, "killed by SIGTERM") {
+		t.Errorf("shell_close header = %q, want it to say killed by SIGTERM", header)
 	}
 }

@@ -20,23 +20,24 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/cli/")
 
-// cliOut is one run of the built binary.
-type cliOut struct {
+// runOut is one run of the built binary.
+type runOut struct {
 	stdout, stderr string
 	code           int
 }
 
-// cliEnv is added to every CLI run: a binary built with -race sleeps a second before it
+// runEnv is added to every run of the binary: a binary built with -race sleeps a second before it
 // exits 0, to let other goroutines report; the CLI's work is done by then.
-var cliEnv = []string{"GORACE=atexit_sleep_ms=0"}
+var runEnv = []string{"GORACE=atexit_sleep_ms=0"}
 
-// runCLI runs the built binary with args and env added to the test's environment (the
+// runBinary runs the built binary with args and env added to the test's environment (the
 // MCP_HARNESS_ variables and NO_COLOR cleared first, so the caller's shell does not leak in).
-func runCLI(t *testing.T, env []string, args ...string) cliOut {
+func runBinary(t *testing.T, env []string, args ...string) runOut {
 	t.Helper()
 	cmd := exec.Command(binPath, args...)
 	for _, kv := range os.Environ() {
@@ -44,7 +45,7 @@ func runCLI(t *testing.T, env []string, args ...string) cliOut {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, cliEnv...)
+	cmd.Env = append(cmd.Env, runEnv...)
 	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -53,13 +54,13 @@ func runCLI(t *testing.T, env []string, args ...string) cliOut {
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatalf("run %v: %v", args, err)
 	}
-	return cliOut{stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()}
+	return runOut{stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()}
 }
 
-// tasksCLI runs `mcp-harness tasks args... --workspace ws` and wants exit status 0.
-func tasksCLI(t *testing.T, ws string, args ...string) string {
+// runTasks runs `mcp-harness tasks args... --workspace ws` and wants exit status 0.
+func runTasks(t *testing.T, ws string, args ...string) string {
 	t.Helper()
-	out := runCLI(t, nil, append(append([]string{"tasks"}, args...), "--workspace", ws)...)
+	out := runBinary(t, nil, append(append([]string{"tasks"}, args...), "--workspace", ws)...)
 	if out.code != 0 {
 		t.Fatalf("tasks %v: exit %d, stderr:\n%s", args, out.code, out.stderr)
 	}
@@ -141,16 +142,16 @@ func golden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test -run CLI -update to create it)", err)
+		t.Fatalf("%v (run go test -run Operator -update to create it)", err)
 	}
 	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got; go test -run CLI -update rewrites it):\n%s", path, diff)
+		t.Errorf("%s differs (-want +got; go test -run Operator -update rewrites it):\n%s", path, diff)
 	}
 }
 
 // The read commands against a live server's finished graph: list, status, logs, graph in
 // all its forms, the --json shapes, bad ids, completion, environment and colours.
-func TestCLI_ReadCommands(t *testing.T) {
+func TestOperator_ReadCommands(t *testing.T) {
 	ws := t.TempDir()
 	s := startServer(t, ws)
 	s.initialize()
@@ -164,23 +165,23 @@ func TestCLI_ReadCommands(t *testing.T) {
 	s.waitGraph(g)
 
 	t.Run("list", func(t *testing.T) {
-		out := tasksCLI(t, ws, "list")
+		out := runTasks(t, ws, "list")
 		for _, want := range []string{"GRAPH", g, "ci", "failed", "5/5", "live (pid "} {
 			if !strings.Contains(out, want) {
 				t.Errorf("tasks list = %q, want %q in it", out, want)
 			}
 		}
-		golden(t, "list.json", normalize(t, ws, tasksCLI(t, ws, "list", "--json"), true))
-		if out := tasksCLI(t, ws, "list", "--status", "running"); out != "no graphs are running\n" {
+		golden(t, "list.json", normalize(t, ws, runTasks(t, ws, "list", "--json"), true))
+		if out := runTasks(t, ws, "list", "--status", "running"); out != "no graphs are running\n" {
 			t.Errorf("tasks list --status running = %q", out)
 		}
-		if out := tasksCLI(t, ws, "list", "--status", "running,failed", "--json"); !strings.Contains(out, g) {
+		if out := runTasks(t, ws, "list", "--status", "running,failed", "--json"); !strings.Contains(out, g) {
 			t.Errorf("tasks list --status running,failed misses the failed graph: %s", out)
 		}
 	})
 
 	t.Run("status", func(t *testing.T) {
-		out := tasksCLI(t, ws, "status", g)
+		out := runTasks(t, ws, "status", g)
 		for _, want := range []string{
 			`graph ` + g + ` "ci": failed`,
 			"5/5 done: 1 failed (lint: exit 3), 1 skipped, 3 succeeded",
@@ -196,38 +197,38 @@ func TestCLI_ReadCommands(t *testing.T) {
 		if strings.Contains(out, "\x1b[") {
 			t.Errorf("colours in output to a pipe: %q", out)
 		}
-		golden(t, "status.json", normalize(t, ws, tasksCLI(t, ws, "status", g, "--json"), true))
+		golden(t, "status.json", normalize(t, ws, runTasks(t, ws, "status", g, "--json"), true))
 	})
 
 	t.Run("logs", func(t *testing.T) {
-		if out := tasksCLI(t, ws, "logs", g, "fetch"); out != "fetching\nfetched\n" {
+		if out := runTasks(t, ws, "logs", g, "fetch"); out != "fetching\nfetched\n" {
 			t.Errorf("logs fetch = %q", out)
 		}
-		if out := tasksCLI(t, ws, "logs", g, "lint"); out != "main.go:3: unused x\n" {
+		if out := runTasks(t, ws, "logs", g, "lint"); out != "main.go:3: unused x\n" {
 			t.Errorf("logs lint (stderr of the task) = %q", out)
 		}
 		for _, tt := range []struct {
 			tail, want string
 		}{{"2", "two\nthree\n"}, {"0", ""}, {"3", "one\ntwo\nthree\n"}, {"10", "one\ntwo\nthree\n"}} {
-			if out := tasksCLI(t, ws, "logs", g, "build", "--tail", tt.tail); out != tt.want {
+			if out := runTasks(t, ws, "logs", g, "build", "--tail", tt.tail); out != tt.want {
 				t.Errorf("logs build --tail %s = %q, want %q", tt.tail, out, tt.want)
 			}
 		}
 		// A finished task's log with -f prints it and ends at once.
-		if out := tasksCLI(t, ws, "logs", "-f", g, "build"); out != "one\ntwo\nthree\n" {
+		if out := runTasks(t, ws, "logs", "-f", g, "build"); out != "one\ntwo\nthree\n" {
 			t.Errorf("logs -f of a finished task = %q", out)
 		}
-		out := runCLI(t, nil, "tasks", "logs", g, "package", "--workspace", ws)
+		out := runBinary(t, nil, "tasks", "logs", g, "package", "--workspace", ws)
 		if out.code != 0 || out.stdout != "" || !strings.Contains(out.stderr, "never started") {
 			t.Errorf("logs of a skipped task = %+v, want exit 0, nothing, a note on stderr", out)
 		}
 	})
 
 	t.Run("graph", func(t *testing.T) {
-		golden(t, "graph.txt", normalize(t, ws, tasksCLI(t, ws, "graph", g), false))
-		golden(t, "graph.mermaid", normalize(t, ws, tasksCLI(t, ws, "graph", g, "--mermaid"), false))
-		golden(t, "graph.dot", normalize(t, ws, tasksCLI(t, ws, "graph", g, "--dot"), false))
-		golden(t, "graph.json", normalize(t, ws, tasksCLI(t, ws, "graph", g, "--json"), true))
+		golden(t, "graph.txt", normalize(t, ws, runTasks(t, ws, "graph", g), false))
+		golden(t, "graph.mermaid", normalize(t, ws, runTasks(t, ws, "graph", g, "--mermaid"), false))
+		golden(t, "graph.dot", normalize(t, ws, runTasks(t, ws, "graph", g, "--dot"), false))
+		golden(t, "graph.json", normalize(t, ws, runTasks(t, ws, "graph", g, "--json"), true))
 	})
 
 	t.Run("bad ids", func(t *testing.T) {
@@ -235,14 +236,14 @@ func TestCLI_ReadCommands(t *testing.T) {
 			{"status", "g-NOSUCHGRAPH"}, {"graph", "g-NOSUCHGRAPH"}, {"logs", "g-NOSUCHGRAPH", "x"},
 			{"cancel", "g-NOSUCHGRAPH"}, {"status", "g-NOSUCHGRAPH", "--json"},
 		} {
-			out := runCLI(t, nil, append(append([]string{"tasks"}, args...), "--workspace", ws)...)
+			out := runBinary(t, nil, append(append([]string{"tasks"}, args...), "--workspace", ws)...)
 			if out.code != 1 || out.stdout != "" || !strings.Contains(out.stderr, `no graph "g-NOSUCHGRAPH"`) ||
 				!strings.Contains(out.stderr, "mcp-harness tasks list") {
 				t.Errorf("tasks %v = %+v, want exit 1 naming the graph and suggesting tasks list", args, out)
 			}
 		}
 		for _, args := range [][]string{{"logs", g, "nope"}, {"cancel", g, "lint", "nope"}} {
-			out := runCLI(t, nil, append(append([]string{"tasks"}, args...), "--workspace", ws)...)
+			out := runBinary(t, nil, append(append([]string{"tasks"}, args...), "--workspace", ws)...)
 			if out.code != 1 || !strings.Contains(out.stderr, `has no task "nope"`) || !strings.Contains(out.stderr, "mcp-harness tasks status "+g) {
 				t.Errorf("tasks %v = %+v, want exit 1 naming the task and suggesting tasks status", args, out)
 			}
@@ -250,48 +251,48 @@ func TestCLI_ReadCommands(t *testing.T) {
 	})
 
 	t.Run("cancel finished graph", func(t *testing.T) {
-		out := tasksCLI(t, ws, "cancel", g)
+		out := runTasks(t, ws, "cancel", g)
 		if !strings.Contains(out, "nothing to cancel") {
 			t.Errorf("cancel of a finished graph = %q", out)
 		}
-		out = tasksCLI(t, ws, "cancel", g, "lint", "--json")
+		out = runTasks(t, ws, "cancel", g, "lint", "--json")
 		if !strings.Contains(out, `"outcome": "already_terminal"`) {
 			t.Errorf("cancel of a finished task = %s", out)
 		}
 	})
 
 	t.Run("environment", func(t *testing.T) {
-		out := runCLI(t, []string{"MCP_HARNESS_WORKSPACE=" + ws}, "tasks", "list")
+		out := runBinary(t, []string{"MCP_HARNESS_WORKSPACE=" + ws}, "tasks", "list")
 		if out.code != 0 || !strings.Contains(out.stdout, g) {
 			t.Errorf("tasks list with MCP_HARNESS_WORKSPACE = %+v", out)
 		}
-		out = runCLI(t, []string{"MCP_HARNESS_STATE_DIR=" + filepath.Join(ws, store.StateDirName)}, "tasks", "list", "--workspace", t.TempDir())
+		out = runBinary(t, []string{"MCP_HARNESS_STATE_DIR=" + filepath.Join(ws, store.StateDirName)}, "tasks", "list", "--workspace", t.TempDir())
 		if out.code != 0 || !strings.Contains(out.stdout, g) {
 			t.Errorf("tasks list with MCP_HARNESS_STATE_DIR = %+v", out)
 		}
 		// Only the two location variables count: one named after a subcommand's flag does not.
-		out = runCLI(t, []string{"MCP_HARNESS_WORKSPACE=" + ws, "MCP_HARNESS_STATUS=running"}, "tasks", "list")
+		out = runBinary(t, []string{"MCP_HARNESS_WORKSPACE=" + ws, "MCP_HARNESS_STATUS=running"}, "tasks", "list")
 		if out.code != 0 || !strings.Contains(out.stdout, g) {
 			t.Errorf("tasks list with MCP_HARNESS_STATUS set = %+v, want it ignored", out)
 		}
 	})
 
 	t.Run("completion", func(t *testing.T) {
-		out := runCLI(t, nil, "__complete", "tasks", "status", "--workspace", ws, "")
+		out := runBinary(t, nil, "__complete", "tasks", "status", "--workspace", ws, "")
 		if out.code != 0 || !strings.Contains(out.stdout, g+"\tci · failed") {
 			t.Errorf("completion of GRAPH = %+v", out)
 		}
-		out = runCLI(t, nil, "__complete", "tasks", "logs", "--workspace", ws, g, "")
+		out = runBinary(t, nil, "__complete", "tasks", "logs", "--workspace", ws, g, "")
 		for _, id := range []string{"fetch\tsucceeded", "lint\tfailed", "package\tskipped"} {
 			if out.code != 0 || !strings.Contains(out.stdout, id) {
 				t.Errorf("completion of TASK = %+v, want %q", out, id)
 			}
 		}
-		out = runCLI(t, nil, "__complete", "tasks", "cancel", "--workspace", ws, g, "lint", "")
+		out = runBinary(t, nil, "__complete", "tasks", "cancel", "--workspace", ws, g, "lint", "")
 		if strings.Contains(out.stdout, "lint\t") || !strings.Contains(out.stdout, "build\t") {
 			t.Errorf("completion of a second TASK = %+v, want the others only", out)
 		}
-		if out := runCLI(t, nil, "completion", "bash"); out.code != 0 || !strings.Contains(out.stdout, "mcp-harness") {
+		if out := runBinary(t, nil, "completion", "bash"); out.code != 0 || !strings.Contains(out.stdout, "mcp-harness") {
 			t.Errorf("completion bash = exit %d", out.code)
 		}
 	})
@@ -315,7 +316,7 @@ func statusOnTerminal(t *testing.T, ws, graphID string, env []string) string {
 	}
 	defer ptmx.Close()
 	cmd := exec.Command(binPath, "tasks", "status", graphID, "--workspace", ws)
-	cmd.Env = append(append(os.Environ(), cliEnv...), "TERM=xterm-256color")
+	cmd.Env = append(append(os.Environ(), runEnv...), "TERM=xterm-256color")
 	for i, kv := range cmd.Env {
 		if strings.HasPrefix(kv, "NO_COLOR=") {
 			cmd.Env[i] = "NO_COLOR="
@@ -335,7 +336,7 @@ func statusOnTerminal(t *testing.T, ws, graphID string, env []string) string {
 }
 
 // logs -f prints a live task's output as it comes and ends by itself when the task ends.
-func TestCLI_LogsFollow(t *testing.T) {
+func TestOperator_LogsFollow(t *testing.T) {
 	ws := t.TempDir()
 	s := startServer(t, ws)
 	s.initialize()
@@ -343,7 +344,7 @@ func TestCLI_LogsFollow(t *testing.T) {
 	g := submit(t, s, map[string]any{"tasks": []any{
 		map[string]any{"id": "count", "command": "for i in 1 2 3; do echo $i; sleep 0.2; done"},
 	}})
-	out := runCLI(t, nil, "tasks", "logs", "-f", g, "count", "--workspace", ws)
+	out := runBinary(t, nil, "tasks", "logs", "-f", g, "count", "--workspace", ws)
 	if out.code != 0 || out.stdout != "1\n2\n3\n" || !strings.Contains(out.stderr, "task count succeeded (exit 0)") {
 		t.Errorf("logs -f count = %+v, want 1 2 3, exit 0 and how it ended", out)
 	}
@@ -356,7 +357,7 @@ func TestCLI_LogsFollow(t *testing.T) {
 		map[string]any{"id": "next", "command": "echo next ran", "dependsOn": []string{"gated"}},
 	}})
 	cmd := exec.Command(binPath, "tasks", "logs", "--follow", g, "gated", "--workspace", ws)
-	cmd.Env = append(os.Environ(), cliEnv...)
+	cmd.Env = append(os.Environ(), runEnv...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -394,7 +395,7 @@ func TestCLI_LogsFollow(t *testing.T) {
 		t.Errorf("stderr = %q, want how the task ended", stderr.String())
 	}
 	// next was skipped when gated failed: following it ends at once with nothing.
-	out = runCLI(t, nil, "tasks", "logs", "-f", g, "next", "--workspace", ws)
+	out = runBinary(t, nil, "tasks", "logs", "-f", g, "next", "--workspace", ws)
 	if out.code != 0 || out.stdout != "" || !strings.Contains(out.stderr, "task next skipped: dependency gated failed") {
 		t.Errorf("logs -f of a skipped task = %+v", out)
 	}
@@ -416,7 +417,7 @@ func nextLine(t *testing.T, lines <-chan string) string {
 
 // cancel acts on a graph of the live server through the store: the running task ends
 // cancelled, its whole process group is gone, and its dependent is skipped.
-func TestCLI_Cancel(t *testing.T) {
+func TestOperator_Cancel(t *testing.T) {
 	ws := t.TempDir()
 	s := startServer(t, ws)
 	s.initialize()
@@ -430,20 +431,20 @@ func TestCLI_Cancel(t *testing.T) {
 
 	// A long grace: the task stops at SIGTERM, and the wait for it (grace and a few
 	// seconds) must not run out on a loaded machine.
-	out := tasksCLI(t, ws, "cancel", g, "serve", "--grace", "60s", "--json")
+	out := runTasks(t, ws, "cancel", g, "serve", "--grace", "60s", "--json")
 	golden(t, "cancel.json", normalize(t, ws, out, true))
 	waitGone(t, pid)
 
-	var st cliStatus
-	if err := json.Unmarshal([]byte(tasksCLI(t, ws, "status", g, "--json")), &st); err != nil {
+	var st tasks.Detail
+	if err := json.Unmarshal([]byte(runTasks(t, ws, "status", g, "--json")), &st); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]string{}
+	got := map[string]tasks.State{}
 	for _, task := range st.Tasks {
 		got[task.ID] = task.Status
 	}
-	want := map[string]string{"serve": "cancelled", "smoke": "skipped", "quick": "succeeded"}
-	if diff := cmp.Diff(want, got); diff != "" || st.Status != "cancelled" {
+	want := map[string]tasks.State{"serve": tasks.Cancelled, "smoke": tasks.Skipped, "quick": tasks.Succeeded}
+	if diff := cmp.Diff(want, got); diff != "" || st.Status != tasks.GraphCancelled {
 		t.Errorf("after cancel: graph %s, tasks (-want +got):\n%s", st.Status, diff)
 	}
 
@@ -453,7 +454,7 @@ func TestCLI_Cancel(t *testing.T) {
 		map[string]any{"id": "queued", "command": "true"},
 	}})
 	pid = readPid(t, filepath.Join(ws, "long.pid"))
-	text := tasksCLI(t, ws, "cancel", g2, "--grace", "30s")
+	text := runTasks(t, ws, "cancel", g2, "--grace", "30s")
 	for _, want := range []string{"2 task(s) concerned", "long    running  cancelled  cancelled", "queued  pending  cancelled  cancelled"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("tasks cancel =\n%s\nwant %q in it", text, want)
@@ -467,23 +468,23 @@ func TestCLI_Cancel(t *testing.T) {
 		map[string]any{"id": "spin", "command": "echo $$ > spin.pid; exec sleep 1000"},
 	}})
 	pid = readPid(t, filepath.Join(ws, "spin.pid"))
-	var res cliCancel
-	if err := json.Unmarshal([]byte(tasksCLI(t, ws, "cancel", g3, "--no-wait", "--json")), &res); err != nil {
+	var res tasks.CancelReport
+	if err := json.Unmarshal([]byte(runTasks(t, ws, "cancel", g3, "--no-wait", "--json")), &res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tasks) != 1 || res.Tasks[0].Outcome != "cancelling" && res.Tasks[0].Outcome != "cancelled" {
+	if len(res.Tasks) != 1 || res.Tasks[0].Outcome != tasks.OutcomeCancelling && res.Tasks[0].Outcome != tasks.OutcomeCancelled {
 		t.Errorf("cancel --no-wait = %+v, want spin cancelling or cancelled", res)
 	}
 	waitGone(t, pid)
 
-	var list cliList
-	if err := json.Unmarshal([]byte(tasksCLI(t, ws, "list", "--limit", "1", "--json")), &list); err != nil {
+	var list graphList
+	if err := json.Unmarshal([]byte(runTasks(t, ws, "list", "--limit", "1", "--json")), &list); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Graphs) != 1 || list.Graphs[0].GraphID != g3 || !list.More {
 		t.Errorf("list --limit 1 = %+v, want the newest graph and more", list)
 	}
-	if text := tasksCLI(t, ws, "list", "-n", "1"); !strings.Contains(text, "(the newest 1; --limit shows more)") {
+	if text := runTasks(t, ws, "list", "-n", "1"); !strings.Contains(text, "(the newest 1; --limit shows more)") {
 		t.Errorf("list -n 1 =\n%s\nwant a note that there are more", text)
 	}
 }
@@ -499,7 +500,7 @@ func (s *server) waitGraphTask(graphID, taskID string) {
 
 // When the server that owns a graph is gone, cancel says so (exit 1) and logs -f stops
 // instead of waiting for ever.
-func TestCLI_OwnerGone(t *testing.T) {
+func TestOperator_OwnerGone(t *testing.T) {
 	ws := t.TempDir()
 	s := startServer(t, ws)
 	s.initialize()
@@ -511,15 +512,15 @@ func TestCLI_OwnerGone(t *testing.T) {
 	s.waitExit()
 	waitGone(t, pid) // the task dies with its server (parent-death signal)
 
-	out := runCLI(t, nil, "tasks", "cancel", g, "--workspace", ws)
+	out := runBinary(t, nil, "tasks", "cancel", g, "--workspace", ws)
 	if out.code != 1 || !strings.Contains(out.stderr, "gone") {
 		t.Errorf("cancel with the owner gone = %+v, want exit 1 saying the server is gone", out)
 	}
-	out = runCLI(t, nil, "tasks", "logs", "-f", g, "long", "--workspace", ws)
+	out = runBinary(t, nil, "tasks", "logs", "-f", g, "long", "--workspace", ws)
 	if out.code != 1 || out.stdout != "started\n" || !strings.Contains(out.stderr, "stopped following") {
 		t.Errorf("logs -f with the owner gone = %+v, want the log, then exit 1", out)
 	}
-	out = runCLI(t, nil, "tasks", "list", "--workspace", ws)
+	out = runBinary(t, nil, "tasks", "list", "--workspace", ws)
 	if out.code != 0 || !strings.Contains(out.stdout, "gone (pid ") {
 		t.Errorf("list with the owner gone = %+v", out)
 	}
@@ -527,7 +528,7 @@ func TestCLI_OwnerGone(t *testing.T) {
 
 // Command-line mistakes exit 2 before anything is opened; a workspace without state
 // exits 1 and is left as it was.
-func TestCLI_UsageAndState(t *testing.T) {
+func TestOperator_UsageAndState(t *testing.T) {
 	empty := t.TempDir()
 	for _, args := range [][]string{
 		{"tasks", "frob"}, {"tasks", "lst"}, {"tasks", "status"}, {"tasks", "status", "a", "b"}, {"tasks", "logs", "g"},
@@ -536,26 +537,26 @@ func TestCLI_UsageAndState(t *testing.T) {
 		{"tasks", "list", "--bogus"}, {"tasks", "status", "g", "--bogus"}, {"tasks", "graph", "g", "--dot", "--mermaid"},
 		{"tasks", "logs", "g", "t", "--tail", "-1"}, {"tasks", "cancel", "g", "--grace", "-1s"}, {"tasks", "cancel", "g", "--grace", "soon"},
 	} {
-		out := runCLI(t, nil, append(args, "--workspace", empty)...)
+		out := runBinary(t, nil, append(args, "--workspace", empty)...)
 		if out.code != 2 || out.stdout != "" || !strings.HasPrefix(out.stderr, "mcp-harness: ") {
 			t.Errorf("%v = %+v, want exit 2 and a message", args, out)
 		}
 	}
-	if out := runCLI(t, nil, "tasks", "lst"); !strings.Contains(out.stderr, "did you mean list?") {
+	if out := runBinary(t, nil, "tasks", "lst"); !strings.Contains(out.stderr, "did you mean list?") {
 		t.Errorf("tasks lst = %q, want a suggestion", out.stderr)
 	}
-	if out := runCLI(t, []string{"MCP_HARNESS_WORKSPACE=" + empty}, "tasks"); out.code != 0 || !strings.Contains(out.stdout, "Available Commands") {
+	if out := runBinary(t, []string{"MCP_HARNESS_WORKSPACE=" + empty}, "tasks"); out.code != 0 || !strings.Contains(out.stdout, "Available Commands") {
 		t.Errorf("tasks with no subcommand = %+v, want help", out)
 	}
 
 	for _, args := range [][]string{{"list"}, {"status", "g-X"}, {"list", "--json"}} {
-		out := runCLI(t, nil, append(append([]string{"tasks"}, args...), "--workspace", empty)...)
+		out := runBinary(t, nil, append(append([]string{"tasks"}, args...), "--workspace", empty)...)
 		if out.code != 1 || out.stdout != "" || !strings.Contains(out.stderr, "no mcp-harness state in "+resolve(t, empty)) {
 			t.Errorf("tasks %v in an empty workspace = %+v, want exit 1, no mcp-harness state", args, out)
 		}
 	}
 	state := filepath.Join(t.TempDir(), "state")
-	if out := runCLI(t, nil, "tasks", "list", "--workspace", empty, "--state-dir", state); out.code != 1 || !strings.Contains(out.stderr, "no mcp-harness state in "+state) {
+	if out := runBinary(t, nil, "tasks", "list", "--workspace", empty, "--state-dir", state); out.code != 1 || !strings.Contains(out.stderr, "no mcp-harness state in "+state) {
 		t.Errorf("tasks list with a missing --state-dir = %+v", out)
 	}
 	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
@@ -564,7 +565,7 @@ func TestCLI_UsageAndState(t *testing.T) {
 	if _, err := os.Stat(state); !os.IsNotExist(err) {
 		t.Errorf("the missing state dir was created")
 	}
-	if out := runCLI(t, nil, "tasks", "list", "--workspace", filepath.Join(empty, "missing")); out.code != 1 || !strings.Contains(out.stderr, "workspace") {
+	if out := runBinary(t, nil, "tasks", "list", "--workspace", filepath.Join(empty, "missing")); out.code != 1 || !strings.Contains(out.stderr, "workspace") {
 		t.Errorf("tasks list in a missing workspace = %+v", out)
 	}
 }

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +20,8 @@ import (
 // store that the running servers write (another process on the same SQLite file, in WAL
 // mode, so reading never waits on a server) and cancel through it: a cancel is recorded in
 // the store and the live server that owns the graph carries it out, within about 200 ms.
+// This file is the cobra wiring only: each command checks its flags, makes one call on a
+// tasks.Reader, and hands the result to render.go (or writeJSON).
 //
 // Exit codes: 0 when the command did what it was asked (whatever the state of the graph
 // it shows), 1 when it could not (no state in the workspace, an unknown graph or task, a
@@ -29,24 +29,43 @@ import (
 // flag or subcommand, a missing or extra argument, a bad flag value). Messages go to
 // stderr; stdout carries only the output asked for, so `--json` output can be piped.
 //
-// The --json shapes are stable: fields are only ever added. They follow the tools' result
-// shapes (DESIGN.md): every field is present, null where it does not apply; times are
-// RFC 3339 UTC with milliseconds; durations are whole milliseconds. See cliGraph,
-// cliStatus, cliGraphView and cliCancel for the field lists.
+// The --json shapes are the tasks package's and are stable: fields are only ever added.
+// Every field is present, null where it does not apply; times are RFC 3339 UTC with
+// milliseconds; durations are whole milliseconds. list gives graphList of tasks.Overview,
+// status tasks.Detail, graph tasks.Report (the tasks_graph tool's shape), cancel
+// tasks.CancelReport (the tasks_cancel tool's shape).
 
-// tasksOptions are the flags every tasks subcommand takes.
-type tasksOptions struct {
+// workspaceFlags are the flags every tasks subcommand takes.
+type workspaceFlags struct {
 	workspace string
 	stateDir  string
 }
 
-// cliGraphStates are the derived statuses a graph can have (tasks.GraphStatus).
-var cliGraphStates = []string{"running", "succeeded", "failed", "cancelled"}
+// graphList is `tasks list --json`: graphs newest first; more is true when --limit left
+// older matching graphs out.
+type graphList struct {
+	Graphs []tasks.Overview `json:"graphs"`
+	More   bool             `json:"more"`
+}
+
+// Timings of the commands.
+const (
+	// maxGrace bounds --grace, as the tasks_cancel tool bounds graceMs.
+	maxGrace = time.Minute
+	// cancelSettle is how long cancel waits, beyond the grace, for signalled tasks to be
+	// recorded as ended: the owner's SIGKILL comes at the grace, its record soon after.
+	cancelSettle = 5 * time.Second
+	// followPoll is how often `logs -f` looks at the log and the task's state: a person
+	// can afford a fifth of a second, the pace of the servers' own cancel poll.
+	followPoll = 200 * time.Millisecond
+	// completionGraphs is how many of the newest graphs completion offers.
+	completionGraphs = 100
+)
 
 // newTasksCmd is the operator CLI: `mcp-harness tasks ...` reads (and cancels through)
 // the same workspace store as the running servers.
 func newTasksCmd() *cobra.Command {
-	o := &tasksOptions{}
+	o := &workspaceFlags{}
 	cmd := &cobra.Command{
 		Use:   "tasks",
 		Short: "See and steer the task graphs of a workspace from a terminal",
@@ -81,14 +100,14 @@ func newTasksCmd() *cobra.Command {
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
-	cmd.AddCommand(newTasksListCmd(o), newTasksStatusCmd(o), newTasksLogsCmd(o), newTasksGraphCmd(o), newTasksCancelCmd(o))
+	cmd.AddCommand(newListCmd(o), newStatusCmd(o), newLogsCmd(o), newGraphCmd(o), newCancelCmd(o))
 	return cmd
 }
 
 // fromEnv sets --workspace and --state-dir from MCP_HARNESS_WORKSPACE and
 // MCP_HARNESS_STATE_DIR when they were not given. Only these two: a variable named after a
 // subcommand's own flag (MCP_HARNESS_STATUS, MCP_HARNESS_JSON) must not change what it does.
-func (o *tasksOptions) fromEnv(cmd *cobra.Command) error {
+func (o *workspaceFlags) fromEnv(cmd *cobra.Command) error {
 	fs := pflag.NewFlagSet("env", pflag.ContinueOnError)
 	for _, name := range []string{"workspace", "state-dir"} {
 		if f := cmd.Flags().Lookup(name); f != nil {
@@ -98,9 +117,52 @@ func (o *tasksOptions) fromEnv(cmd *cobra.Command) error {
 	return flagsFromEnv(fs)
 }
 
-// cliArgs accepts between min and max arguments (max < 0: no upper bound); anything else
+// open opens the workspace's store for reading. Unlike a server, it creates nothing: a
+// workspace without state has nothing to show, and the message says where to point.
+func (o *workspaceFlags) open(ctx context.Context) (*tasks.Reader, error) {
+	r, err := tasks.OpenReader(ctx, store.WorkspaceConfig{Dir: o.workspace, StateDir: o.stateDir})
+	if errors.Is(err, store.ErrNoState) {
+		return nil, fmt.Errorf("%w: no server has run tasks there (point --workspace or --state-dir at the project the agent works on)", err)
+	}
+	return r, err
+}
+
+// openGraph opens the store and reads one graph; the caller closes the Reader.
+func (o *workspaceFlags) openGraph(ctx context.Context, graphID string) (*tasks.Reader, tasks.Snapshot, error) {
+	r, err := o.open(ctx)
+	if err != nil {
+		return nil, tasks.Snapshot{}, err
+	}
+	snap, err := snapshot(ctx, r, graphID)
+	if err != nil {
+		r.Close()
+		return nil, tasks.Snapshot{}, err
+	}
+	return r, snap, nil
+}
+
+// snapshot reads a graph; an unknown id says so and where to find the ids.
+func snapshot(ctx context.Context, r *tasks.Reader, graphID string) (tasks.Snapshot, error) {
+	s, err := r.Snapshot(ctx, graphID)
+	if errors.Is(err, tasks.ErrNotFound) {
+		return s, fmt.Errorf("no graph %q in %s: `mcp-harness tasks list` shows the graphs", graphID, r.Where())
+	}
+	return s, err
+}
+
+// findTask returns the task of snap with the given id, or an error that says how to see
+// the graph's tasks.
+func findTask(snap tasks.Snapshot, id string) (tasks.Task, error) {
+	t, ok := snap.Task(id)
+	if !ok {
+		return t, fmt.Errorf("graph %s has no task %q: `mcp-harness tasks status %s` lists its tasks", snap.Graph.ID, id, snap.Graph.ID)
+	}
+	return t, nil
+}
+
+// nArgs accepts between min and max arguments (max < 0: no upper bound); anything else
 // is a usage error that says what the command takes.
-func cliArgs(min, max int, what string) cobra.PositionalArgs {
+func nArgs(min, max int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) >= min && (max < 0 || len(args) <= max) {
 			return nil
@@ -109,65 +171,72 @@ func cliArgs(min, max int, what string) cobra.PositionalArgs {
 	}
 }
 
-func cliUsagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
-func newTasksListCmd(o *tasksOptions) *cobra.Command {
+// graphStateNames are the graph states --status takes.
+func graphStateNames() []string {
+	names := make([]string, len(tasks.GraphStates))
+	for i, s := range tasks.GraphStates {
+		names[i] = string(s)
+	}
+	return names
+}
+
+func newListCmd(o *workspaceFlags) *cobra.Command {
 	var (
 		statuses []string
 		limit    int
 		asJSON   bool
 	)
+	names := graphStateNames()
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the task graphs, newest first",
 		Long: "List the task graphs of the workspace, newest first, with their state, progress\n" +
 			"(finished/total tasks), age, duration, and the server process that runs them (live or gone).",
 		Example: "  mcp-harness tasks list\n  mcp-harness tasks list --status running,failed --limit 5\n  mcp-harness tasks list --json",
-		Args:    cliArgs(0, 0, "no arguments"),
+		Args:    nArgs(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := tasks.GraphQuery{Limit: limit}
 			for _, s := range statuses {
-				if !slices.Contains(cliGraphStates, s) {
-					return cliUsagef("--status %q: want one of %s", s, strings.Join(cliGraphStates, ", "))
+				if !slices.Contains(names, s) {
+					return usagef("--status %q: want one of %s", s, strings.Join(names, ", "))
 				}
+				q.States = append(q.States, tasks.GraphState(s))
 			}
 			if limit < 1 {
-				return cliUsagef("--limit %d: want 1 or more", limit)
+				return usagef("--limit %d: want 1 or more", limit)
 			}
 			ctx := cmd.Context()
-			ws, err := o.open(ctx)
+			r, err := o.open(ctx)
 			if err != nil {
 				return err
 			}
-			defer ws.Close()
-			snaps, more, err := cliListGraphs(ctx, ws.DB, statuses, limit)
+			defer r.Close()
+			graphs, more, err := r.Graphs(ctx, q)
 			if err != nil {
 				return err
 			}
-			now := time.Now()
-			out := cliList{Graphs: []cliGraph{}, More: more}
-			for _, s := range snaps {
-				r, err := ws.runner(ctx, s.Graph.RunnerID, now)
-				if err != nil {
-					return err
-				}
-				out.Graphs = append(out.Graphs, cliGraphOf(s, r, now))
+			out := graphList{Graphs: graphs, More: more}
+			if out.Graphs == nil {
+				out.Graphs = []tasks.Overview{}
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return writeCLIJSON(w, out)
+				return writeJSON(w, out)
 			}
-			return renderCLIList(w, newCLIPalette(w), out, statuses, limit, now)
+			return renderList(w, newPalette(w), out, statuses, limit, time.Now())
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&statuses, "status", nil, "only graphs in these states: running, succeeded, failed, cancelled (comma-separated or repeated)")
+	f.StringSliceVar(&statuses, "status", nil, "only graphs in these states: "+strings.Join(names, ", ")+" (comma-separated or repeated)")
 	f.IntVarP(&limit, "limit", "n", 20, "the most graphs to show")
 	f.BoolVar(&asJSON, "json", false, "print JSON: {graphs: [...], more}")
-	cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(cliGraphStates, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(names, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
-func newTasksStatusCmd(o *tasksOptions) *cobra.Command {
+func newStatusCmd(o *workspaceFlags) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status GRAPH",
@@ -175,37 +244,32 @@ func newTasksStatusCmd(o *tasksOptions) *cobra.Command {
 		Long: "Show a graph and a table of its tasks: state, exit code or error code, attempt and\n" +
 			"duration. The summary line counts failures first and names the tasks that failed.",
 		Example:           "  mcp-harness tasks status g-01M8P0M0F0M8T333\n  mcp-harness tasks status g-01M8P0M0F0M8T333 --json",
-		Args:              cliArgs(1, 1, "one argument, GRAPH"),
+		Args:              nArgs(1, 1, "one argument, GRAPH"),
 		ValidArgsFunction: o.complete(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			ws, err := o.open(ctx)
+			r, snap, err := o.openGraph(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			defer ws.Close()
-			snap, err := ws.snapshot(ctx, args[0])
+			defer r.Close()
+			d, err := r.Detail(ctx, snap)
 			if err != nil {
 				return err
 			}
-			now := time.Now()
-			r, err := ws.runner(ctx, snap.Graph.RunnerID, now)
-			if err != nil {
-				return err
-			}
-			out := cliStatusOf(snap, r, ws.LogsDir, now)
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return writeCLIJSON(w, out)
+				return writeJSON(w, d)
 			}
-			return renderCLIStatus(w, newCLIPalette(w), out, now)
+			v, _ := tasks.Explain(snap) // why each pending task has not started
+			return renderStatus(w, newPalette(w), d, v.Nodes, time.Now())
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: the graph as in list, with its tasks")
 	return cmd
 }
 
-func newTasksLogsCmd(o *tasksOptions) *cobra.Command {
+func newLogsCmd(o *workspaceFlags) *cobra.Command {
 	var (
 		follow bool
 		tail   int
@@ -218,46 +282,40 @@ func newTasksLogsCmd(o *tasksOptions) *cobra.Command {
 			"has not started yet is waited for.",
 		Example: "  mcp-harness tasks logs g-01M8P0M0F0M8T333 build\n" +
 			"  mcp-harness tasks logs -f --tail 20 g-01M8P0M0F0M8T333 test",
-		Args:              cliArgs(2, 2, "two arguments, GRAPH and TASK"),
+		Args:              nArgs(2, 2, "two arguments, GRAPH and TASK"),
 		ValidArgsFunction: o.complete(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("tail") && tail < 0 {
-				return cliUsagef("--tail %d: want 0 or more lines", tail)
+				return usagef("--tail %d: want 0 or more lines", tail)
 			}
 			ctx := cmd.Context()
-			ws, err := o.open(ctx)
+			r, snap, err := o.openGraph(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			defer ws.Close()
-			snap, err := ws.snapshot(ctx, args[0])
+			defer r.Close()
+			t, err := findTask(snap, args[1])
 			if err != nil {
 				return err
 			}
-			t, err := cliFindTask(snap, args[1])
-			if err != nil {
-				return err
-			}
-			if snap.Graph.ExpiredAt != nil { // finished long ago: the log is in the archive
-				return cliPrintArchivedLog(ctx, ws.DB, cmd.OutOrStdout(), snap.Graph.ID, t.ID, tail)
-			}
-			path := tasks.LogPath(ws.LogsDir, snap.Graph.ID, t.ID)
-			lf := cliLogFollower{db: ws.DB, graph: snap.Graph, taskID: t.ID, path: path, w: cmd.OutOrStdout(), poll: cliFollowPoll}
-			if err := lf.start(tail); err != nil {
-				return err
-			}
+			w, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if !follow {
-				_, err := lf.drain()
-				if err == nil && lf.offset == 0 && tasks.State(t.Status).Terminal() && t.StartedAt == nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "mcp-harness: task %s never started (%s), so it has no log\n", t.ID, t.Status)
+				if err := r.CopyLog(ctx, snap, t.ID, tail, w); err != nil {
+					return err
 				}
-				return err
+				if t.Status.Terminal() && t.StartedAt == nil {
+					fmt.Fprintf(stderr, "mcp-harness: task %s never started (%s), so it has no log\n", t.ID, t.Status)
+				}
+				return nil
 			}
-			end, err := lf.follow(ctx)
+			end, err := r.FollowLog(ctx, snap, t.ID, tail, w, followPoll)
+			if errors.Is(err, tasks.ErrOwnerGone) {
+				return fmt.Errorf("stopped following: %w", err)
+			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "mcp-harness: task %s %s\n", end.ID, cliDescribeEnd(end))
+			fmt.Fprintf(stderr, "mcp-harness: task %s %s\n", end.ID, describeEnd(end))
 			return nil
 		},
 	}
@@ -267,7 +325,7 @@ func newTasksLogsCmd(o *tasksOptions) *cobra.Command {
 	return cmd
 }
 
-func newTasksGraphCmd(o *tasksOptions) *cobra.Command {
+func newGraphCmd(o *workspaceFlags) *cobra.Command {
 	var mermaid, dot, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "graph GRAPH",
@@ -278,7 +336,7 @@ func newTasksGraphCmd(o *tasksOptions) *cobra.Command {
 			"--mermaid prints a Mermaid flowchart and --dot a Graphviz digraph, to paste elsewhere\n" +
 			"(for example: mcp-harness tasks graph G --dot | dot -Tsvg > graph.svg).",
 		Example:           "  mcp-harness tasks graph g-01M8P0M0F0M8T333\n  mcp-harness tasks graph g-01M8P0M0F0M8T333 --mermaid",
-		Args:              cliArgs(1, 1, "one argument, GRAPH"),
+		Args:              nArgs(1, 1, "one argument, GRAPH"),
 		ValidArgsFunction: o.complete(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n := 0
@@ -288,31 +346,27 @@ func newTasksGraphCmd(o *tasksOptions) *cobra.Command {
 				}
 			}
 			if n > 1 {
-				return cliUsagef("--mermaid, --dot and --json are alternatives: give one")
+				return usagef("--mermaid, --dot and --json are alternatives: give one")
 			}
 			ctx := cmd.Context()
-			ws, err := o.open(ctx)
+			r, snap, err := o.openGraph(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			defer ws.Close()
-			snap, err := ws.snapshot(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			v := cliViewOf(snap)
+			defer r.Close()
+			v, report := tasks.Explain(snap)
 			w := cmd.OutOrStdout()
 			switch {
 			case asJSON:
-				return writeCLIJSON(w, v.json)
+				return writeJSON(w, report)
 			case mermaid:
-				_, err := io.WriteString(w, v.view.Mermaid)
+				_, err := io.WriteString(w, v.Mermaid)
 				return err
 			case dot:
-				_, err := io.WriteString(w, cliDot(snap.Graph, v.view))
+				_, err := io.WriteString(w, renderDot(snap.Graph, v))
 				return err
 			}
-			return renderCLITree(w, newCLIPalette(w), snap, v)
+			return renderTree(w, newPalette(w), snap, v)
 		},
 	}
 	f := cmd.Flags()
@@ -322,7 +376,7 @@ func newTasksGraphCmd(o *tasksOptions) *cobra.Command {
 	return cmd
 }
 
-func newTasksCancelCmd(o *tasksOptions) *cobra.Command {
+func newCancelCmd(o *workspaceFlags) *cobra.Command {
 	var (
 		grace  time.Duration
 		noWait bool
@@ -338,27 +392,36 @@ func newTasksCancelCmd(o *tasksOptions) *cobra.Command {
 			"running tasks it cancelled have stopped, then prints each task's outcome: cancelled,\n" +
 			"cancelling (still stopping), skipped, or already_terminal. Safe to repeat.",
 		Example:           "  mcp-harness tasks cancel g-01M8P0M0F0M8T333\n  mcp-harness tasks cancel g-01M8P0M0F0M8T333 dev-server --grace 10s",
-		Args:              cliArgs(1, -1, "GRAPH and optionally TASK ids"),
+		Args:              nArgs(1, -1, "GRAPH and optionally TASK ids"),
 		ValidArgsFunction: o.complete(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if grace < 0 || grace > cliMaxGrace {
-				return cliUsagef("--grace %v: want 0 to %v", grace, cliMaxGrace)
+			if grace < 0 || grace > maxGrace {
+				return usagef("--grace %v: want 0 to %v", grace, maxGrace)
 			}
 			ctx := cmd.Context()
-			ws, err := o.open(ctx)
+			r, snap, err := o.openGraph(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			defer ws.Close()
-			out, pending, err := ws.cancel(ctx, args[0], args[1:], grace, !noWait)
+			defer r.Close()
+			for _, id := range args[1:] {
+				if _, err := findTask(snap, id); err != nil {
+					return err
+				}
+			}
+			var settle time.Duration // --no-wait: report as soon as the owner has taken the request
+			if !noWait {
+				settle = grace + cancelSettle
+			}
+			out, stopping, err := r.CancelAndWait(ctx, snap.Graph.ID, args[1:], grace, settle)
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return writeCLIJSON(w, out)
+				return writeJSON(w, out)
 			}
-			return renderCLICancel(w, newCLIPalette(w), out, pending, grace)
+			return renderCancel(w, newPalette(w), out, stopping, grace)
 		},
 	}
 	f := cmd.Flags()
@@ -368,28 +431,10 @@ func newTasksCancelCmd(o *tasksOptions) *cobra.Command {
 	return cmd
 }
 
-// cliMaxGrace bounds --grace, as the tasks_cancel tool bounds graceMs.
-const cliMaxGrace = time.Minute
-
-// cliCancelSettle is how long cancel waits, beyond the grace, for signalled tasks to be
-// recorded as ended: the owner's SIGKILL comes at the grace, its record soon after.
-const cliCancelSettle = 5 * time.Second
-
-// cliFindTask returns the task of snap with the given id, or an error that says how to see
-// the graph's tasks.
-func cliFindTask(snap tasks.Snapshot, id string) (store.TaskRow, error) {
-	for _, t := range snap.Tasks {
-		if t.ID == id {
-			return t, nil
-		}
-	}
-	return store.TaskRow{}, fmt.Errorf("graph %s has no task %q: `mcp-harness tasks status %s` lists its tasks", snap.Graph.ID, id, snap.Graph.ID)
-}
-
 // complete completes GRAPH from the store, newest graphs first, and with withTasks the
 // TASK arguments after it from that graph. It never fails loudly: a shell completion that
 // finds no workspace offers nothing.
-func (o *tasksOptions) complete(withTasks bool) cobra.CompletionFunc {
+func (o *workspaceFlags) complete(withTasks bool) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		const none = cobra.ShellCompDirectiveNoFileComp
 		if len(args) > 0 && !withTasks || cmd.Name() == "logs" && len(args) > 1 {
@@ -402,59 +447,38 @@ func (o *tasksOptions) complete(withTasks bool) cobra.CompletionFunc {
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		ws, err := o.open(ctx)
+		r, err := o.open(ctx)
 		if err != nil {
 			cobra.CompDebugln(err.Error(), true)
 			return nil, none
 		}
-		defer ws.Close()
+		defer r.Close()
 		var out []cobra.Completion
 		if len(args) == 0 {
-			snaps, _, err := cliListGraphs(ctx, ws.DB, nil, cliCompletionGraphs)
+			graphs, _, err := r.Graphs(ctx, tasks.GraphQuery{Limit: completionGraphs})
 			if err != nil {
 				return nil, none
 			}
-			for _, s := range snaps {
-				if strings.HasPrefix(s.Graph.ID, toComplete) {
-					desc := tasks.GraphStatus(s.Tasks)
-					if s.Graph.Name != "" {
-						desc = s.Graph.Name + " · " + desc
+			for _, g := range graphs {
+				if strings.HasPrefix(g.GraphID, toComplete) {
+					desc := string(g.Status)
+					if g.Name != "" {
+						desc = g.Name + " · " + desc
 					}
-					out = append(out, cobra.CompletionWithDesc(s.Graph.ID, desc))
+					out = append(out, cobra.CompletionWithDesc(g.GraphID, desc))
 				}
 			}
 			return out, none | cobra.ShellCompDirectiveKeepOrder
 		}
-		snap, err := tasks.LoadSnapshot(ctx, ws.DB, args[0])
+		snap, err := r.Snapshot(ctx, args[0])
 		if err != nil {
 			return nil, none
 		}
 		for _, t := range snap.Tasks {
 			if strings.HasPrefix(t.ID, toComplete) && !slices.Contains(args[1:], t.ID) {
-				out = append(out, cobra.CompletionWithDesc(t.ID, t.Status))
+				out = append(out, cobra.CompletionWithDesc(t.ID, string(t.Status)))
 			}
 		}
 		return out, none | cobra.ShellCompDirectiveKeepOrder
 	}
-}
-
-// cliCompletionGraphs is how many of the newest graphs completion offers.
-const cliCompletionGraphs = 100
-
-// writeCLIJSON writes v as indented JSON and a newline, one field a line.
-func writeCLIJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false) // a terminal, not a web page: keep <br/> and && as they are
-	return enc.Encode(v)
-}
-
-// newCLIPalette colours output written to w only when w is the process's stdout, stdout is a
-// terminal, NO_COLOR is unset or empty (https://no-color.org) and TERM is not "dumb".
-func newCLIPalette(w io.Writer) cliPalette {
-	f, ok := w.(*os.File)
-	if !ok || f != os.Stdout || !isTerminal(f.Fd()) || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
-		return cliPalette{}
-	}
-	return cliPalette{on: true}
 }

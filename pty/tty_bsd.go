@@ -1,11 +1,11 @@
 //go:build darwin || dragonfly || freebsd || netbsd || openbsd
 
-package main
+package pty
 
 import "golang.org/x/sys/unix"
 
-// isTerminal reports whether fd is a terminal (its termios can be read).
-func isTerminal(fd uintptr) bool {
+// IsTerminal reports whether fd is a terminal: whether its termios can be read.
+func IsTerminal(fd uintptr) bool {
 	_, err := unix.IoctlGetTermios(int(fd), unix.TIOCGETA)
 	return err == nil
 }

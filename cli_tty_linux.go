@@ -1,9 +1,0 @@
-package main
-
-import "golang.org/x/sys/unix"
-
-// isTerminal reports whether fd is a terminal (its termios can be read).
-func isTerminal(fd uintptr) bool {
-	_, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
-	return err == nil
-}

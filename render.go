@@ -1,0 +1,543 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcp-harness/mcp-harness/pty"
+	"github.com/mcp-harness/mcp-harness/tasks"
+)
+
+// Human rendering for the operator CLI: tables, colours, the dependency tree and the
+// Graphviz text. Everything here formats values the tasks package computed; nothing reads
+// the store. The --json output is the tasks types themselves, written by writeJSON.
+
+// writeJSON writes v as indented JSON and a newline, one field a line.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // a terminal, not a web page: keep <br/> and && as they are
+	return enc.Encode(v)
+}
+
+// palette paints text with ANSI colours, or leaves it alone when off.
+type palette struct{ on bool }
+
+// newPalette colours output written to w only when w is the process's stdout, stdout is a
+// terminal, NO_COLOR is unset or empty (https://no-color.org) and TERM is not "dumb".
+func newPalette(w io.Writer) palette {
+	f, ok := w.(*os.File)
+	if !ok || f != os.Stdout || !pty.IsTerminal(f.Fd()) || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return palette{}
+	}
+	return palette{on: true}
+}
+
+// SGR codes.
+const (
+	sgrBold   = "1"
+	sgrDim    = "2"
+	sgrRed    = "31"
+	sgrGreen  = "32"
+	sgrYellow = "33"
+	sgrCyan   = "36"
+)
+
+func (p palette) paint(code, s string) string {
+	if !p.on || code == "" || s == "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+// status is a task's or a graph's state: a graph's states are named as its tasks' are.
+type status interface{ tasks.State | tasks.GraphState }
+
+// stateColor is the colour of a task or graph state.
+func stateColor[S status](s S) string {
+	switch tasks.State(s) {
+	case tasks.Succeeded:
+		return sgrGreen
+	case tasks.Failed:
+		return sgrRed
+	case tasks.Running:
+		return sgrCyan
+	case tasks.Cancelled:
+		return sgrYellow
+	case tasks.Skipped:
+		return sgrDim
+	}
+	return ""
+}
+
+// paintState paints a state in its colour.
+func paintState[S status](p palette, s S) string { return p.paint(stateColor(s), string(s)) }
+
+// stateCell is a table cell showing a state in its colour.
+func stateCell[S status](s S) cell { return cell{string(s), stateColor(s)} }
+
+// cell is a table cell and its colour.
+type cell struct {
+	text  string
+	color string
+}
+
+// writeTable writes rows under a header in columns two spaces apart, padding by the plain
+// text so colours do not upset the alignment. The last column is not padded.
+func writeTable(w io.Writer, p palette, header []string, rows [][]cell) error {
+	width := make([]int, len(header))
+	for i, h := range header {
+		width[i] = utf8.RuneCountInString(h)
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(c.text))
+		}
+	}
+	var b strings.Builder
+	line := func(cells []cell) error {
+		b.Reset()
+		for i, c := range cells {
+			b.WriteString(p.paint(c.color, c.text))
+			if i < len(cells)-1 {
+				b.WriteString(strings.Repeat(" ", width[i]-utf8.RuneCountInString(c.text)+2))
+			}
+		}
+		// An empty last column leaves the padding before it: trim it.
+		_, err := fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+		return err
+	}
+	hs := make([]cell, len(header))
+	for i, h := range header {
+		hs[i] = cell{h, sgrBold}
+	}
+	if err := line(hs); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := line(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shortDuration is a short, rounded duration: 850ms, 4.2s, 3m07s, 2h05m, 3d04h.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		d = 0
+		fallthrough
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// shortMillis is shortDuration of a durationMs field.
+func shortMillis(ms int64) string { return shortDuration(time.Duration(ms) * time.Millisecond) }
+
+// titled is a graph's id followed by its quoted name, if it has one: `g-01… "ci"`.
+func titled(id, name string) string {
+	if name != "" {
+		id += fmt.Sprintf(" %q", name)
+	}
+	return id
+}
+
+// shorten cuts s to n characters with an ellipsis.
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func runnerText(r tasks.RunnerInfo) string {
+	if r.Live {
+		return fmt.Sprintf("live (pid %d)", r.Pid)
+	}
+	return fmt.Sprintf("gone (pid %d)", r.Pid)
+}
+
+// renderList is `tasks list`: a table of graphs, newest first. statuses and limit are the
+// flags, for the lines that say why the table is empty or short.
+func renderList(w io.Writer, p palette, out graphList, statuses []string, limit int, now time.Time) error {
+	if len(out.Graphs) == 0 {
+		if len(statuses) > 0 {
+			_, err := fmt.Fprintf(w, "no graphs are %s\n", strings.Join(statuses, " or "))
+			return err
+		}
+		_, err := fmt.Fprintln(w, "no task graphs yet")
+		return err
+	}
+	var rows [][]cell
+	for _, g := range out.Graphs {
+		name := g.Name
+		if name == "" {
+			name = "-"
+		}
+		server := cell{runnerText(g.Runner), ""}
+		if !g.Runner.Live && g.Status == tasks.GraphRunning {
+			server.color = sgrRed // nothing will move this graph on until a server starts
+		}
+		rows = append(rows, []cell{
+			{g.GraphID, ""}, {shorten(name, 30), ""}, stateCell(g.Status),
+			{fmt.Sprintf("%d/%d", g.Progress.Done(), g.Progress.Total), ""},
+			{shortDuration(now.Sub(g.CreatedAt.Time)), ""}, {shortMillis(g.DurationMs), ""}, server,
+		})
+	}
+	if err := writeTable(w, p, []string{"GRAPH", "NAME", "STATUS", "DONE", "AGE", "DURATION", "SERVER"}, rows); err != nil {
+		return err
+	}
+	if out.More {
+		_, err := fmt.Fprintf(w, "(the newest %d; --limit shows more)\n", limit)
+		return err
+	}
+	return nil
+}
+
+// taskResult is a task's exit code or error code, in a few characters.
+func taskResult(t tasks.TaskHead) string {
+	code := ""
+	if t.ErrorCode != nil {
+		code = *t.ErrorCode
+	}
+	switch {
+	case t.ExitCode != nil && (code == "" || code == tasks.CodeExitNonzero):
+		return fmt.Sprintf("exit %d", *t.ExitCode)
+	case code == tasks.CodeSignaled && t.Signal != nil:
+		return *t.Signal
+	case code != "":
+		return code
+	}
+	return "-"
+}
+
+// taskNote is what a task's message adds to its result, if anything.
+func taskNote(t tasks.TaskHead) string {
+	if t.Message == nil || t.Status == tasks.Succeeded {
+		return ""
+	}
+	if t.ErrorCode != nil && (*t.ErrorCode == tasks.CodeExitNonzero || *t.ErrorCode == tasks.CodeSignaled) && t.Status == tasks.Failed {
+		return "" // the result column says it all
+	}
+	return *t.Message
+}
+
+// pendingReason says why a pending task has not started, or "" for any other task.
+func pendingReason(n tasks.NodeView) string {
+	switch n.Reason {
+	case tasks.ReasonReady:
+		return "ready: waiting for a free slot"
+	case tasks.ReasonWaiting:
+		return "waiting on " + depStates(n.WaitingOn)
+	case tasks.ReasonBlocked:
+		return "blocked by " + depStates(n.BlockedBy) + ": it will be skipped"
+	}
+	return ""
+}
+
+// depStates lists dependencies with their states: "db (running), lint (failed)".
+func depStates(ds []tasks.DepState) string {
+	var b strings.Builder
+	for i, d := range ds {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		st := string(d.Status)
+		if d.Status == "" {
+			st = "not in the graph"
+		}
+		b.WriteString(d.ID + " (" + st + ")")
+	}
+	return b.String()
+}
+
+// summaryLine counts a graph's tasks, failures first, naming the failed tasks.
+func summaryLine(p palette, d tasks.Detail) string {
+	pr := d.Progress
+	var parts []string
+	if pr.Failed > 0 {
+		var names []string
+		for _, t := range d.Tasks {
+			if t.Status != tasks.Failed {
+				continue
+			}
+			if len(names) == 5 {
+				names = append(names, fmt.Sprintf("%d more", pr.Failed-5))
+				break
+			}
+			names = append(names, t.ID+": "+taskResult(t.TaskHead))
+		}
+		parts = append(parts, p.paint(sgrRed, fmt.Sprintf("%d failed", pr.Failed))+" ("+strings.Join(names, ", ")+")")
+	}
+	for _, c := range []struct {
+		n     int
+		state tasks.State
+	}{{pr.Cancelled, tasks.Cancelled}, {pr.Skipped, tasks.Skipped}, {pr.Running, tasks.Running}, {pr.Pending, tasks.Pending}, {pr.Succeeded, tasks.Succeeded}} {
+		if c.n > 0 {
+			parts = append(parts, p.paint(stateColor(c.state), fmt.Sprintf("%d %s", c.n, c.state)))
+		}
+	}
+	return fmt.Sprintf("%d/%d done: %s", pr.Done(), pr.Total, strings.Join(parts, ", "))
+}
+
+// renderStatus is `tasks status`: the graph, a summary and a table of its tasks. nodes are
+// the graph's analysis (tasks.Explain), in the order of d.Tasks, for why pending tasks wait.
+func renderStatus(w io.Writer, p palette, d tasks.Detail, nodes []tasks.NodeView, now time.Time) error {
+	fmt.Fprintf(w, "graph %s: %s\n", titled(p.paint(sgrBold, d.GraphID), d.Name), paintState(p, d.Status))
+	fmt.Fprintln(w, summaryLine(p, d))
+	ran := "running for " + shortMillis(d.DurationMs)
+	if d.FinishedAt != nil {
+		ran = "took " + shortMillis(d.DurationMs)
+	}
+	server := runnerText(d.Runner)
+	if !d.Runner.Live && d.Status == tasks.GraphRunning {
+		server = p.paint(sgrRed, server+": a server live on this workspace (or the next to start) takes its tasks over")
+	}
+	created := d.CreatedAt.Time
+	fmt.Fprintf(w, "created %s (%s ago) · %s · server %s\n\n",
+		created.Local().Format("2006-01-02 15:04:05"), shortDuration(now.Sub(created)), ran, server)
+	var rows [][]cell
+	for i, t := range d.Tasks {
+		dur := "-"
+		if t.DurationMs != nil {
+			dur = shortMillis(*t.DurationMs)
+		}
+		note := taskNote(t.TaskHead)
+		if i < len(nodes) {
+			if why := pendingReason(nodes[i]); why != "" {
+				note = strings.TrimSuffix(why+"; "+note, "; ")
+			}
+		}
+		rows = append(rows, []cell{{t.ID, ""}, stateCell(t.Status), {taskResult(t.TaskHead), ""},
+			{fmt.Sprint(t.Attempt), ""}, {dur, ""}, {note, ""}})
+	}
+	if err := writeTable(w, p, []string{"TASK", "STATUS", "RESULT", "ATTEMPT", "DURATION", "NOTE"}, rows); err != nil {
+		return err
+	}
+	for _, t := range d.Tasks {
+		if t.Status == tasks.Failed {
+			_, err := fmt.Fprintf(w, "\nwhy %s failed: mcp-harness tasks logs %s %s\n", t.ID, d.GraphID, t.ID)
+			return err
+		}
+	}
+	return nil
+}
+
+// maxIndent bounds the indentation of the tree: a chain of ten thousand tasks must not
+// print lines of forty thousand spaces. Deeper tasks say their depth instead.
+const maxIndent = 24
+
+// renderTree draws the graph as a tree: the tasks without dependencies at the left, each
+// task under every task it depends on. A task is drawn in full once, under the first of
+// its dependencies on its longest path from the left (where it sits in the run order);
+// under its other dependencies it is only named, "(see above)" or "(see below)". So the
+// output is as long as tasks plus dependencies, and every task is drawn as deep as it is.
+// v is s analysed (tasks.Explain).
+func renderTree(w io.Writer, p palette, s tasks.Snapshot, v tasks.View) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "graph %s: %s, %d task(s)\n", titled(p.paint(sgrBold, s.Graph.ID), s.Graph.Name), paintState(p, s.Progress().State()), len(v.Nodes))
+	index := make(map[string]int, len(v.Nodes))
+	for i, n := range v.Nodes {
+		if _, dup := index[n.ID]; !dup {
+			index[n.ID] = i
+		}
+	}
+	// home[i] is the node task i is drawn in full under: its first dependency one level
+	// up; -1 for a task without dependencies.
+	home := make([]int, len(v.Nodes))
+	for i, n := range v.Nodes {
+		home[i] = -1
+		for _, dep := range n.DependsOn {
+			if d, ok := index[dep]; ok && v.Nodes[d].Depth == n.Depth-1 {
+				home[i] = d
+				break
+			}
+		}
+	}
+	seen := make([]bool, len(v.Nodes))
+	label := func(n tasks.NodeView) string {
+		l := n.ID + "  " + paintState(p, n.Status)
+		t, _ := s.Task(n.ID)
+		res := taskResult(t.Head())
+		switch {
+		case n.Reason != "":
+			l += " " + p.paint(sgrDim, pendingReason(n))
+		case (n.Status == tasks.Failed || n.Status == tasks.Cancelled) && res != "-":
+			l += " (" + res + ")"
+		case n.Status == tasks.Skipped && t.Message != nil:
+			l += " " + p.paint(sgrDim, "("+*t.Message+")")
+		}
+		return l
+	}
+	// walk is iterative: a chain of ten thousand tasks is a legal graph.
+	type frame struct {
+		node   int
+		parent int    // -1 at the left
+		prefix string // drawn before this node's connector
+		last   bool   // the last child of its parent
+		level  int
+	}
+	var stack []frame
+	push := func(parent int, prefix string, level int) {
+		children := v.Nodes[parent].Dependents
+		for i := len(children) - 1; i >= 0; i-- {
+			if c, ok := index[children[i]]; ok {
+				stack = append(stack, frame{c, parent, prefix, i == len(children)-1, level})
+			}
+		}
+	}
+	draw := func(root int) {
+		stack = append(stack[:0], frame{node: root, parent: -1})
+		for len(stack) > 0 {
+			f := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			n := v.Nodes[f.node]
+			connector, childPrefix := "", f.prefix
+			if f.level > 0 {
+				connector = "├─ "
+				if f.last {
+					connector = "└─ "
+				}
+				if f.level <= maxIndent {
+					if f.last {
+						childPrefix += "   "
+					} else {
+						childPrefix += "│  "
+					}
+				}
+			}
+			b.WriteString(p.paint(sgrDim, f.prefix+connector))
+			switch {
+			case seen[f.node]:
+				b.WriteString(n.ID + p.paint(sgrDim, " (see above)") + "\n")
+				continue
+			case f.parent >= 0 && home[f.node] >= 0 && home[f.node] != f.parent:
+				b.WriteString(n.ID + p.paint(sgrDim, " (see below)") + "\n")
+				continue
+			}
+			seen[f.node] = true
+			b.WriteString(label(n))
+			if f.level > maxIndent {
+				fmt.Fprintf(&b, " [depth %d]", n.Depth)
+			}
+			b.WriteString("\n")
+			push(f.node, childPrefix, f.level+1)
+		}
+	}
+	for i, n := range v.Nodes {
+		if n.Depth == 0 && !seen[i] {
+			draw(i)
+		}
+	}
+	for i := range v.Nodes { // what a cycle kept from having depth 0; Validate admits none
+		if !seen[i] {
+			draw(i)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// dotColors styles each state in Graphviz as the Mermaid chart does (GitHub's label
+// colours: light fills, dark text).
+var dotColors = map[tasks.State]struct{ fill, stroke, extra string }{
+	tasks.Pending:   {"#f6f8fa", "#8c959f", ""},
+	tasks.Running:   {"#ddf4ff", "#0969da", ""},
+	tasks.Succeeded: {"#dafbe1", "#1a7f37", ""},
+	tasks.Failed:    {"#ffebe9", "#cf222e", ""},
+	tasks.Cancelled: {"#fff8c5", "#9a6700", ""},
+	tasks.Skipped:   {"#ffffff", "#8c959f", ",dashed"},
+}
+
+// renderDot draws the graph as a Graphviz digraph, dependencies above their dependents.
+// Node names are n0, n1... (the index) and labels are quoted and escaped, so nothing an id
+// holds can break the syntax.
+func renderDot(g tasks.Graph, v tasks.View) string {
+	var b strings.Builder
+	index := make(map[string]int, len(v.Nodes))
+	for i, n := range v.Nodes {
+		if _, dup := index[n.ID]; !dup {
+			index[n.ID] = i
+		}
+	}
+	fmt.Fprintf(&b, "digraph %s {\n", dotQuote(g.ID))
+	fmt.Fprintf(&b, "  label=%s;\n  labelloc=t;\n  rankdir=TB;\n", dotQuote(titled(g.ID, g.Name)))
+	b.WriteString("  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n")
+	for i, n := range v.Nodes {
+		c, ok := dotColors[n.Status]
+		if !ok {
+			c = dotColors[tasks.Pending]
+		}
+		fmt.Fprintf(&b, "  n%d [label=%s, fillcolor=%q, color=%q", i, dotQuote(n.ID+"\n"+string(n.Status)), c.fill, c.stroke)
+		if c.extra != "" {
+			fmt.Fprintf(&b, ", style=%q", "rounded,filled"+c.extra)
+		}
+		b.WriteString("];\n")
+	}
+	for _, e := range v.Edges {
+		fmt.Fprintf(&b, "  n%d -> n%d;\n", index[e.From], index[e.To])
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// dotQuote quotes s as a Graphviz string: backslashes and quotes escaped, newlines as \n.
+func dotQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", "")
+	return `"` + r.Replace(s) + `"`
+}
+
+// renderCancel is `tasks cancel`: what became of each task concerned, and which are still
+// stopping after the wait.
+func renderCancel(w io.Writer, p palette, out tasks.CancelReport, stopping []string, grace time.Duration) error {
+	if len(out.Tasks) == 0 {
+		_, err := fmt.Fprintf(w, "graph %s: nothing to cancel, every task has finished\n", out.GraphID)
+		return err
+	}
+	fmt.Fprintf(w, "graph %s: %d task(s) concerned\n", out.GraphID, len(out.Tasks))
+	var rows [][]cell
+	for _, t := range out.Tasks {
+		rows = append(rows, []cell{{t.ID, ""}, stateCell(t.PreviousStatus), stateCell(t.Status), {t.Outcome, ""}})
+	}
+	if err := writeTable(w, p, []string{"TASK", "WAS", "NOW", "OUTCOME"}, rows); err != nil {
+		return err
+	}
+	if len(stopping) > 0 {
+		_, err := fmt.Fprintf(w, "still stopping: %s (signalled; SIGKILL after %v): `mcp-harness tasks status %s` shows when they have ended\n",
+			strings.Join(stopping, ", "), grace, out.GraphID)
+		return err
+	}
+	return nil
+}
+
+// describeEnd says how a task ended, for the line `logs -f` writes to stderr at the end.
+func describeEnd(t tasks.Task) string {
+	s := string(t.Status)
+	switch {
+	case t.ExitCode != nil:
+		s += fmt.Sprintf(" (exit %d)", *t.ExitCode)
+	case t.Signal != nil:
+		s += " (" + *t.Signal + ")"
+	}
+	if t.Message != nil && *t.Message != "" && (t.ErrorCode == nil || *t.ErrorCode != tasks.CodeExitNonzero) {
+		s += ": " + *t.Message
+	}
+	return s
+}

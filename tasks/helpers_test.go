@@ -1,0 +1,167 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/mcp-harness/mcp-harness/store"
+)
+
+// testWait bounds every wait in these tests. It is generous on purpose: it only limits
+// how long a broken test hangs; nothing here asserts speed.
+const testWait = 60 * time.Second
+
+type testEnv struct {
+	e   *Engine
+	db  *store.DB
+	ws  *store.Workspace
+	dir string // the workspace root
+}
+
+func newTestEngine(t *testing.T, mutate ...func(*Config)) *testEnv {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(t.Context(), ws.DBPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := db.RegisterRunner(t.Context(), "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		DB: db, RunnerID: r.ID, Workspace: ws, MaxParallel: 4,
+		KillGrace: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	e := NewEngine(cfg)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testWait)
+		defer cancel()
+		e.Close(ctx)
+		db.Close()
+	})
+	return &testEnv{e: e, db: db, ws: ws, dir: ws.Root}
+}
+
+func (te *testEnv) submit(t *testing.T, spec Spec) Submitted {
+	t.Helper()
+	sub, err := te.e.Submit(t.Context(), spec)
+	if err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	return sub
+}
+
+// waitDone waits until the graph is finished and returns its tasks by id.
+func (te *testEnv) waitDone(t *testing.T, graphID string) map[string]Task {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), testWait)
+	defer cancel()
+	snap, ok, err := te.e.Wait(ctx, graphID, nil, UntilDone)
+	if err != nil || !ok {
+		t.Fatalf("graph %s not done within %v: %v", graphID, testWait, err)
+	}
+	if snap.Graph.FinishedAt == nil {
+		t.Errorf("graph finished but finishedAt is not set")
+	}
+	byID := map[string]Task{}
+	for _, r := range snap.Tasks {
+		byID[r.ID] = r
+	}
+	return byID
+}
+
+// waitStatus waits until task id of the graph is in state want.
+func (te *testEnv) waitStatus(t *testing.T, graphID, id string, want State) Task {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), testWait)
+	defer cancel()
+	var found Task
+	_, ok, err := te.e.WaitFor(ctx, graphID, func(s Snapshot) (bool, error) {
+		for _, r := range s.Tasks {
+			if r.ID == id && r.Status == want {
+				found = r
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if !ok || err != nil {
+		t.Fatalf("task %s never became %s: %v", id, want, err)
+	}
+	return found
+}
+
+func tsk(id, cmd string, deps ...string) TaskSpec {
+	return TaskSpec{ID: id, Command: cmd, DependsOn: deps}
+}
+
+func wantState(t *testing.T, tasks map[string]Task, id string, state State, code string) {
+	t.Helper()
+	r := tasks[id]
+	gotCode := ""
+	if r.ErrorCode != nil {
+		gotCode = *r.ErrorCode
+	}
+	if r.Status != state || gotCode != code {
+		msg := ""
+		if r.Message != nil {
+			msg = *r.Message
+		}
+		t.Errorf("task %s = %s/%q (%s), want %s/%q", id, r.Status, gotCode, msg, state, code)
+	}
+}
+func waitForPid(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				return pid
+			}
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+func waitProcessGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return
+		}
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	t.Fatalf("process %d still runs", pid)
+}
+
+func mapValues(m map[string]Task) []Task {
+	out := make([]Task, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
