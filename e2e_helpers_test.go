@@ -9,10 +9,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/mcp-harness/mcp-harness/internal/schematest"
+	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
 // binPath is the mcp-harness binary built once for the end-to-end tests.
@@ -81,11 +88,13 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// startServer runs `mcp-harness stdio --workspace ws args...`, or exactly args when ws is "".
+// startServer runs `mcp-harness stdio --workspace ws --log-level info args...`, or exactly
+// args when ws is "". The info level puts the server's story on stderr, which a failing
+// test prints and some tests wait on ("shutting down"); a normal start says nothing there.
 func startServer(t *testing.T, ws string, args ...string) *server {
 	t.Helper()
 	if ws != "" {
-		args = append([]string{"stdio", "--workspace", ws}, args...)
+		args = append([]string{"stdio", "--workspace", ws, "--log-level", "info"}, args...)
 	}
 	s := &server{t: t, msgs: make(chan map[string]any, 1000), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(binPath, args...)
@@ -185,6 +194,7 @@ func (s *server) call(method string, params any, onNote func(map[string]any)) ma
 		m := s.next()
 		if _, isResponse := m["id"]; isResponse && m["method"] == nil {
 			if got, _ := m["id"].(float64); int(got) == id {
+				s.checkResponse(method, params, m)
 				return m
 			}
 			s.t.Fatalf("response to another request: %v", m)
@@ -225,4 +235,109 @@ func (s *server) signal(sig syscall.Signal) {
 	if err := s.cmd.Process.Signal(sig); err != nil {
 		s.t.Fatal(err)
 	}
+}
+
+// checkResponse holds every tool result a test receives from the binary to the contract
+// (the in-process tests of tools do the same): its text and its structuredContent fit
+// --max-result, and a successful result's structuredContent validates, with a real JSON
+// Schema validator, against the output schema the tool sends, made strict (every field
+// present, no other). A tasks/get that carries a tool result inline (the MCP Tasks facade)
+// is held to tasks_status's schema.
+func (s *server) checkResponse(method string, params any, resp map[string]any) {
+	s.t.Helper()
+	result, _ := resp["result"].(map[string]any)
+	var name string
+	switch method {
+	case "tools/call":
+		b, _ := json.Marshal(params)
+		var p struct {
+			Name string `json:"name"`
+		}
+		json.Unmarshal(b, &p)
+		name = p.Name
+	case "tasks/get":
+		name = "tasks_status"
+		result, _ = result["result"].(map[string]any)
+	}
+	if name == "" || result == nil || result["resultType"] == "task" {
+		return
+	}
+	checkToolResult(s.t, name, result, s.maxResult())
+}
+
+// maxResult is the --max-result the server was started with.
+func (s *server) maxResult() int {
+	for i, a := range s.cmd.Args {
+		v, ok := strings.CutPrefix(a, "--max-result=")
+		if !ok && a == "--max-result" && i+1 < len(s.cmd.Args) {
+			v, ok = s.cmd.Args[i+1], true
+		}
+		if ok {
+			if n, err := parseByteSize(v); err == nil {
+				return int(n)
+			}
+		}
+	}
+	return tasks.DefaultMaxResult
+}
+
+// outputSchemas holds each tool's output schema, made strict, compiled once. They are read
+// from tools/testdata, where TestToolSchemas_Golden pins them to what tools/list sends.
+var outputSchemas sync.Map // tool name -> *jsonschema.Schema
+
+// checkToolResult checks one tool result (decoded JSON) against the contract; see
+// checkResponse.
+func checkToolResult(t testing.TB, name string, result map[string]any, limit int) {
+	t.Helper()
+	content, _ := result["content"].([]any)
+	for _, c := range content {
+		if m, ok := c.(map[string]any); ok {
+			if text, _ := m["text"].(string); len(text) > limit {
+				t.Errorf("%s: text is %d bytes, over --max-result %d", name, len(text), limit)
+			}
+		}
+	}
+	sc, has := result["structuredContent"]
+	if has {
+		b, _ := json.Marshal(sc)
+		if len(b) > limit {
+			t.Errorf("%s: structuredContent is %d bytes, over --max-result %d", name, len(b), limit)
+		}
+	}
+	if result["isError"] == true {
+		return
+	}
+	if !has {
+		t.Errorf("%s: a successful result without structuredContent", name)
+		return
+	}
+	sch, ok := outputSchemas.Load(name)
+	if !ok {
+		raw, err := os.ReadFile(filepath.Join("tools", "testdata", name+".json"))
+		if err != nil {
+			t.Fatalf("output schema of %s: %v", name, err)
+		}
+		var tool struct {
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		}
+		if err := json.Unmarshal(raw, &tool); err != nil {
+			t.Fatalf("tools/testdata/%s.json: %v", name, err)
+		}
+		compiled, err := schematest.Compile(name, tool.OutputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sch, _ = outputSchemas.LoadOrStore(name, compiled)
+	}
+	if err := schematest.Validate(sch.(*jsonschema.Schema), sc); err != nil {
+		b, _ := json.Marshal(sc)
+		t.Errorf("%s: structuredContent does not match its output schema: %v\n%s", name, err, shortText(string(b), 2000))
+	}
+}
+
+func shortText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "... (" + strconv.Itoa(len(s)) + " bytes)"
 }

@@ -38,8 +38,8 @@ func TestStdio_MCPGoClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ServerInfo.Name != "mcp-harness" || res.ServerInfo.Version != "dev" {
-		t.Errorf("serverInfo = %+v, want mcp-harness dev", res.ServerInfo)
+	if want := binVersion(t); res.ServerInfo.Name != "mcp-harness" || res.ServerInfo.Version != want {
+		t.Errorf("serverInfo = %+v, want mcp-harness %s", res.ServerInfo, want)
 	}
 	if !strings.Contains(res.Instructions, "shell_") || !strings.Contains(res.Instructions, "tasks_") {
 		t.Errorf("instructions do not explain shell_* vs tasks_*: %q", res.Instructions)
@@ -290,8 +290,8 @@ func TestStdio_TerminalNotice(t *testing.T) {
 
 func TestVersionAndHelp(t *testing.T) {
 	out, err := exec.Command(binPath, "version").Output()
-	if err != nil || strings.TrimSpace(string(out)) != "dev" {
-		t.Errorf("version = %q, %v; want dev", out, err)
+	if want := binVersion(t); err != nil || strings.TrimSpace(string(out)) != want {
+		t.Errorf("version = %q, %v; want %s", out, err, want)
 	}
 	out, err = exec.Command(binPath).Output()
 	if err != nil || !strings.Contains(string(out), "stdio") {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/mcp-harness/mcp-harness/internal/quote"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
@@ -26,14 +27,20 @@ import (
 // Exit codes: 0 when the command did what it was asked (whatever the state of the graph
 // it shows), 1 when it could not (no state in the workspace, an unknown graph or task, a
 // graph whose server is gone, a database error), 2 for a command-line mistake (an unknown
-// flag or subcommand, a missing or extra argument, a bad flag value). Messages go to
-// stderr; stdout carries only the output asked for, so `--json` output can be piped.
+// flag or subcommand, a missing or extra argument, a bad flag value). `logs --exit-status`
+// exits with the outcome instead: see newLogsCmd. Messages go to stderr; stdout carries
+// only the output asked for, so `--json` output can be piped.
+//
+// Wherever a graph id is taken, a unique prefix of one does too (g-01M8QADD), in either
+// case, and @latest names the newest graph; a task id may be a unique prefix of one of the
+// graph's task ids (an exact id always wins). The MCP tools take whole ids only.
 //
 // The --json shapes are the tasks package's and are stable: fields are only ever added.
 // Every field is present, null where it does not apply; times are RFC 3339 UTC with
 // milliseconds; durations are whole milliseconds. list gives graphList of tasks.Overview,
 // status tasks.Detail, graph tasks.Report (the tasks_graph tool's shape), cancel
-// tasks.CancelReport (the tasks_cancel tool's shape).
+// tasks.CancelReport (the tasks_cancel tool's shape), and logs NDJSON: one tasks.LogEvent
+// a line, a log event holding one line of the log.
 
 // workspaceFlags are the flags every tasks subcommand takes.
 type workspaceFlags struct {
@@ -75,19 +82,10 @@ func newTasksCmd() *cobra.Command {
 			"server is running.\n\n" +
 			"--workspace and --state-dir can also be given as MCP_HARNESS_WORKSPACE and\n" +
 			"MCP_HARNESS_STATE_DIR. Colours are used only when stdout is a terminal and NO_COLOR\n" +
-			"is not set. Exit status: 0 done, 1 failed, 2 command-line mistake.",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return nil
-			}
-			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-				msg += "; did you mean " + strings.Join(s, " or ") + "?"
-			}
-			return usageError{errors.New(msg + " (see " + cmd.CommandPath() + " --help)")}
-		},
-		RunE:                       func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-		SuggestionsMinimumDistance: 2,
+			"is not set. Exit status: 0 done, 1 failed, 2 command-line mistake.\n\n" +
+			"GRAPH is a graph id, a unique prefix of one (g-01M8QADD), or @latest for the newest\n" +
+			"graph; TASK is a task id or a unique prefix of one.",
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return o.fromEnv(cmd)
 		},
@@ -95,11 +93,6 @@ func newTasksCmd() *cobra.Command {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.workspace, "workspace", ".", "the project directory the server runs on")
 	pf.StringVar(&o.stateDir, "state-dir", "", "where the database and logs live (default <workspace>/.mcp-harness)")
-	// cobra's own flag errors (unknown flag, bad value) are command-line mistakes: exit 2.
-	// Subcommands inherit this.
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
-	})
 	cmd.AddCommand(newListCmd(o), newStatusCmd(o), newLogsCmd(o), newGraphCmd(o), newCancelCmd(o))
 	return cmd
 }
@@ -127,13 +120,14 @@ func (o *workspaceFlags) open(ctx context.Context) (*tasks.Reader, error) {
 	return r, err
 }
 
-// openGraph opens the store and reads one graph; the caller closes the Reader.
-func (o *workspaceFlags) openGraph(ctx context.Context, graphID string) (*tasks.Reader, tasks.Snapshot, error) {
+// openGraph opens the store and reads the graph ref names (an id, a unique prefix of one,
+// or @latest); the caller closes the Reader.
+func (o *workspaceFlags) openGraph(ctx context.Context, ref string) (*tasks.Reader, tasks.Snapshot, error) {
 	r, err := o.open(ctx)
 	if err != nil {
 		return nil, tasks.Snapshot{}, err
 	}
-	snap, err := snapshot(ctx, r, graphID)
+	snap, err := snapshot(ctx, r, ref)
 	if err != nil {
 		r.Close()
 		return nil, tasks.Snapshot{}, err
@@ -141,22 +135,35 @@ func (o *workspaceFlags) openGraph(ctx context.Context, graphID string) (*tasks.
 	return r, snap, nil
 }
 
-// snapshot reads a graph; an unknown id says so and where to find the ids.
-func snapshot(ctx context.Context, r *tasks.Reader, graphID string) (tasks.Snapshot, error) {
-	s, err := r.Snapshot(ctx, graphID)
-	if errors.Is(err, tasks.ErrNotFound) {
-		return s, fmt.Errorf("no graph %q in %s: `mcp-harness tasks list` shows the graphs", graphID, r.Where())
+// snapshot reads the graph ref names; an unknown id says so and where to find the ids.
+func snapshot(ctx context.Context, r *tasks.Reader, ref string) (tasks.Snapshot, error) {
+	id, err := r.ResolveGraph(ctx, ref)
+	if err == nil {
+		var s tasks.Snapshot
+		if s, err = r.Snapshot(ctx, id); err == nil {
+			return s, nil
+		}
 	}
-	return s, err
+	if errors.Is(err, tasks.ErrNotFound) {
+		if strings.EqualFold(ref, tasks.Latest) {
+			return tasks.Snapshot{}, fmt.Errorf("no graphs in %s yet", r.Where())
+		}
+		return tasks.Snapshot{}, fmt.Errorf("no graph %s in %s: `mcp-harness tasks list` shows the graphs", quote.Short(ref), r.Where())
+	}
+	return tasks.Snapshot{}, err
 }
 
-// findTask returns the task of snap with the given id, or an error that says how to see
-// the graph's tasks.
-func findTask(snap tasks.Snapshot, id string) (tasks.Task, error) {
-	t, ok := snap.Task(id)
-	if !ok {
-		return t, fmt.Errorf("graph %s has no task %q: `mcp-harness tasks status %s` lists its tasks", snap.Graph.ID, id, snap.Graph.ID)
+// findTask returns the task of snap that ref names (its id or a unique prefix), or an
+// error that says how to see the graph's tasks.
+func findTask(snap tasks.Snapshot, ref string) (tasks.Task, error) {
+	id, err := tasks.ResolveTask(snap, ref)
+	if errors.Is(err, tasks.ErrNotFound) {
+		return tasks.Task{}, fmt.Errorf("graph %s has no task %s: `mcp-harness tasks status %s` lists its tasks", snap.Graph.ID, quote.Short(ref), snap.Graph.ID)
 	}
+	if err != nil {
+		return tasks.Task{}, err
+	}
+	t, _ := snap.Task(id)
 	return t, nil
 }
 
@@ -170,8 +177,6 @@ func nArgs(min, max int, what string) cobra.PositionalArgs {
 		return usageError{fmt.Errorf("%s takes %s, got %d argument(s) (see %s --help)", cmd.CommandPath(), what, len(args), cmd.CommandPath())}
 	}
 }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 // graphStateNames are the graph states --status takes.
 func graphStateNames() []string {
@@ -259,10 +264,14 @@ func newStatusCmd(o *workspaceFlags) *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(w, d)
+				return writeDetail(w, d) // a task at a time: see jsonstream.go
 			}
-			v, _ := tasks.Explain(snap) // why each pending task has not started
-			return renderStatus(w, newPalette(w), d, v.Nodes, time.Now())
+			v := tasks.AnalyzeGraph(snap) // why each pending task has not started
+			slots, err := r.SlotWait(ctx, snap)
+			if err != nil {
+				return err
+			}
+			return renderStatus(w, newPalette(w), d, v.Nodes, slots, time.Now())
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: the graph as in list, with its tasks")
@@ -271,18 +280,30 @@ func newStatusCmd(o *workspaceFlags) *cobra.Command {
 
 func newLogsCmd(o *workspaceFlags) *cobra.Command {
 	var (
-		follow bool
-		tail   int
+		follow, asJSON, exitStatus bool
+		tail                       int
 	)
 	cmd := &cobra.Command{
-		Use:   "logs GRAPH TASK",
-		Short: "Print a task's log; -f follows it until the task ends",
-		Long: "Print a task's log (its stdout and stderr, interleaved as written). With -f it goes on\n" +
-			"printing what the task writes until the task ends, then stops by itself; a task that\n" +
-			"has not started yet is waited for.",
+		Use:   "logs GRAPH [TASK]",
+		Short: "Print a task's log, or every task's; -f follows them until they end",
+		Long: "Print a task's log (its stdout and stderr, interleaved as written) or, without TASK, the\n" +
+			"logs of every task of the graph, each line after its task's name (as docker compose logs\n" +
+			"does). With -f it goes on printing what the tasks write until they have all ended, then\n" +
+			"stops by itself; while a task has not started it says why on stderr (the dependencies\n" +
+			"it waits on, or the running tasks that hold the slot it needs; following a graph of\n" +
+			"more than 50 tasks, only the waits for a slot), and when one ends, how.\n\n" +
+			"--json prints NDJSON, one record a line: {type, graphId, taskId, text, wait, task} with\n" +
+			"type log (text: one line, without its newline), waiting (wait: why), started or ended\n" +
+			"(task: its state).\n\n" +
+			"--exit-status exits with the outcome rather than 0: for a task, 0 if it succeeded, its\n" +
+			"exit status if it exited non-zero, 1 if it failed otherwise, was cancelled or skipped;\n" +
+			"for a graph, 0 if every task succeeded, else 1. A task or graph that has not finished\n" +
+			"has no outcome yet: without -f that exits 1.",
 		Example: "  mcp-harness tasks logs g-01M8P0M0F0M8T333 build\n" +
-			"  mcp-harness tasks logs -f --tail 20 g-01M8P0M0F0M8T333 test",
-		Args:              nArgs(2, 2, "two arguments, GRAPH and TASK"),
+			"  mcp-harness tasks logs -f --tail 20 @latest test\n" +
+			"  mcp-harness tasks logs -f --exit-status g-01M8P0M0\n" +
+			"  mcp-harness tasks logs -f --json @latest | jq -r 'select(.type==\"log\") | .text'",
+		Args:              nArgs(1, 2, "GRAPH and optionally TASK"),
 		ValidArgsFunction: o.complete(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("tail") && tail < 0 {
@@ -294,35 +315,76 @@ func newLogsCmd(o *workspaceFlags) *cobra.Command {
 				return err
 			}
 			defer r.Close()
-			t, err := findTask(snap, args[1])
-			if err != nil {
-				return err
-			}
-			w, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			if !follow {
-				if err := r.CopyLog(ctx, snap, t.ID, tail, w); err != nil {
+			var ids []string // every task when empty
+			if len(args) == 2 {
+				t, err := findTask(snap, args[1])
+				if err != nil {
 					return err
 				}
-				if t.Status.Terminal() && t.StartedAt == nil {
-					fmt.Fprintf(stderr, "mcp-harness: task %s never started (%s), so it has no log\n", t.ID, t.Status)
+				ids = []string{t.ID}
+			}
+			w, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			p := newLogPrinter(w, stderr, newPalette(w), snap, ids, asJSON)
+			var ended []tasks.Task
+			if follow {
+				ended, err = r.Follow(ctx, snap, tasks.FollowQuery{TaskIDs: ids, Tail: tail, Poll: followPoll}, p.event)
+				if errors.Is(err, tasks.ErrOwnerGone) {
+					p.flush()
+					return fmt.Errorf("stopped following: %w", err)
 				}
+				if err != nil {
+					return err
+				}
+				p.done(ended)
+			} else {
+				for _, t := range snap.Tasks {
+					if len(ids) > 0 && t.ID != ids[0] {
+						continue
+					}
+					if err := r.CopyLog(ctx, snap, t.ID, tail, p.logWriter(t.ID)); err != nil {
+						return err
+					}
+					p.flush()
+					ended = append(ended, t)
+				}
+				if len(ids) == 1 && ended[0].Status.Terminal() && ended[0].StartedAt == nil && !asJSON {
+					fmt.Fprintf(stderr, "mcp-harness: task %s never started (%s), so it has no log\n", ended[0].ID, ended[0].Status)
+				}
+			}
+			if !exitStatus {
 				return nil
 			}
-			end, err := r.FollowLog(ctx, snap, t.ID, tail, w, followPoll)
-			if errors.Is(err, tasks.ErrOwnerGone) {
-				return fmt.Errorf("stopped following: %w", err)
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stderr, "mcp-harness: task %s %s\n", end.ID, describeEnd(end))
-			return nil
+			return outcome(snap.Graph.ID, ended, len(ids) == 1)
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVarP(&follow, "follow", "f", false, "go on printing the log as the task writes it, until the task ends")
-	f.IntVar(&tail, "tail", -1, "start with the last N lines only (default: the whole log)")
+	f.BoolVarP(&follow, "follow", "f", false, "go on printing the logs as the tasks write them, until they end")
+	f.IntVar(&tail, "tail", -1, "start with the last N lines of each log only (default: the whole log)")
+	f.BoolVar(&asJSON, "json", false, "print NDJSON records (see above)")
+	f.BoolVar(&exitStatus, "exit-status", false, "exit with the task's (or graph's) outcome: see above")
 	return cmd
+}
+
+// outcome is the exit status --exit-status asks for: 0 when every task in ts succeeded;
+// for one task (single) that exited non-zero its exit status; 1 for any other failure, and
+// when a task has not finished (there is no outcome yet).
+func outcome(graphID string, ts []tasks.Task, single bool) error {
+	if p := tasks.ProgressOf(ts); p.Pending+p.Running > 0 {
+		if single {
+			return fmt.Errorf("task %s has not finished (%s): there is no outcome yet (-f waits for it)", ts[0].ID, ts[0].Status)
+		}
+		return fmt.Errorf("graph %s has not finished (%d of %d tasks done): there is no outcome yet (-f waits for it)", graphID, p.Done(), p.Total)
+	}
+	for _, t := range ts {
+		if t.Status == tasks.Succeeded {
+			continue
+		}
+		if single && t.ExitCode != nil && *t.ExitCode > 0 && *t.ExitCode < 256 {
+			return exitStatus(*t.ExitCode)
+		}
+		return exitStatus(1)
+	}
+	return nil
 }
 
 func newGraphCmd(o *workspaceFlags) *cobra.Command {
@@ -354,11 +416,11 @@ func newGraphCmd(o *workspaceFlags) *cobra.Command {
 				return err
 			}
 			defer r.Close()
-			v, report := tasks.Explain(snap)
+			v := tasks.AnalyzeGraph(snap)
 			w := cmd.OutOrStdout()
 			switch {
 			case asJSON:
-				return writeJSON(w, report)
+				return writeReport(w, snap, v) // a node at a time: see jsonstream.go
 			case mermaid:
 				_, err := io.WriteString(w, v.Mermaid)
 				return err
@@ -366,7 +428,11 @@ func newGraphCmd(o *workspaceFlags) *cobra.Command {
 				_, err := io.WriteString(w, renderDot(snap.Graph, v))
 				return err
 			}
-			return renderTree(w, newPalette(w), snap, v)
+			slots, err := r.SlotWait(ctx, snap)
+			if err != nil {
+				return err
+			}
+			return renderTree(w, newPalette(w), snap, v, slots)
 		},
 	}
 	f := cmd.Flags()
@@ -404,16 +470,19 @@ func newCancelCmd(o *workspaceFlags) *cobra.Command {
 				return err
 			}
 			defer r.Close()
-			for _, id := range args[1:] {
-				if _, err := findTask(snap, id); err != nil {
+			var ids []string
+			for _, ref := range args[1:] {
+				t, err := findTask(snap, ref)
+				if err != nil {
 					return err
 				}
+				ids = append(ids, t.ID)
 			}
 			var settle time.Duration // --no-wait: report as soon as the owner has taken the request
 			if !noWait {
 				settle = grace + cancelSettle
 			}
-			out, stopping, err := r.CancelAndWait(ctx, snap.Graph.ID, args[1:], grace, settle)
+			out, stopping, err := r.CancelAndWait(ctx, snap.Graph.ID, ids, grace, settle)
 			if err != nil {
 				return err
 			}
@@ -459,6 +528,9 @@ func (o *workspaceFlags) complete(withTasks bool) cobra.CompletionFunc {
 			if err != nil {
 				return nil, none
 			}
+			if len(graphs) > 0 && strings.HasPrefix(tasks.Latest, toComplete) {
+				out = append(out, cobra.CompletionWithDesc(tasks.Latest, "the newest graph: "+graphs[0].GraphID))
+			}
 			for _, g := range graphs {
 				if strings.HasPrefix(g.GraphID, toComplete) {
 					desc := string(g.Status)
@@ -470,7 +542,7 @@ func (o *workspaceFlags) complete(withTasks bool) cobra.CompletionFunc {
 			}
 			return out, none | cobra.ShellCompDirectiveKeepOrder
 		}
-		snap, err := r.Snapshot(ctx, args[0])
+		snap, err := snapshot(ctx, r, args[0])
 		if err != nil {
 			return nil, none
 		}

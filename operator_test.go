@@ -531,7 +531,7 @@ func TestOperator_OwnerGone(t *testing.T) {
 func TestOperator_UsageAndState(t *testing.T) {
 	empty := t.TempDir()
 	for _, args := range [][]string{
-		{"tasks", "frob"}, {"tasks", "lst"}, {"tasks", "status"}, {"tasks", "status", "a", "b"}, {"tasks", "logs", "g"},
+		{"tasks", "frob"}, {"tasks", "lst"}, {"tasks", "status"}, {"tasks", "status", "a", "b"}, {"tasks", "logs"}, {"tasks", "logs", "g", "t", "x"},
 		{"tasks", "graph"}, {"tasks", "cancel"}, {"tasks", "list", "extra"},
 		{"tasks", "list", "--limit", "0"}, {"tasks", "list", "--limit", "x"}, {"tasks", "list", "--status", "done"},
 		{"tasks", "list", "--bogus"}, {"tasks", "status", "g", "--bogus"}, {"tasks", "graph", "g", "--dot", "--mermaid"},

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -298,8 +300,9 @@ func summaryLine(p palette, d tasks.Detail) string {
 }
 
 // renderStatus is `tasks status`: the graph, a summary and a table of its tasks. nodes are
-// the graph's analysis (tasks.Explain), in the order of d.Tasks, for why pending tasks wait.
-func renderStatus(w io.Writer, p palette, d tasks.Detail, nodes []tasks.NodeView, now time.Time) error {
+// the graph's analysis (tasks.Explain), in the order of d.Tasks, for why pending tasks wait;
+// slots says what its ready tasks wait for (nil when none does).
+func renderStatus(w io.Writer, p palette, d tasks.Detail, nodes []tasks.NodeView, slots *tasks.SlotWait, now time.Time) error {
 	fmt.Fprintf(w, "graph %s: %s\n", titled(p.paint(sgrBold, d.GraphID), d.Name), paintState(p, d.Status))
 	fmt.Fprintln(w, summaryLine(p, d))
 	ran := "running for " + shortMillis(d.DurationMs)
@@ -331,6 +334,9 @@ func renderStatus(w io.Writer, p palette, d tasks.Detail, nodes []tasks.NodeView
 	if err := writeTable(w, p, []string{"TASK", "STATUS", "RESULT", "ATTEMPT", "DURATION", "NOTE"}, rows); err != nil {
 		return err
 	}
+	if slots != nil {
+		fmt.Fprintf(w, "\nready tasks wait for a free slot: %s\n", slotText(slots, d.GraphID, now))
+	}
 	for _, t := range d.Tasks {
 		if t.Status == tasks.Failed {
 			_, err := fmt.Fprintf(w, "\nwhy %s failed: mcp-harness tasks logs %s %s\n", t.ID, d.GraphID, t.ID)
@@ -349,10 +355,12 @@ const maxIndent = 24
 // its dependencies on its longest path from the left (where it sits in the run order);
 // under its other dependencies it is only named, "(see above)" or "(see below)". So the
 // output is as long as tasks plus dependencies, and every task is drawn as deep as it is.
-// v is s analysed (tasks.Explain).
-func renderTree(w io.Writer, p palette, s tasks.Snapshot, v tasks.View) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "graph %s: %s, %d task(s)\n", titled(p.paint(sgrBold, s.Graph.ID), s.Graph.Name), paintState(p, s.Progress().State()), len(v.Nodes))
+// v is s analysed (tasks.Explain); slots says what its ready tasks wait for (nil: none).
+func renderTree(w io.Writer, p palette, s tasks.Snapshot, v tasks.View, slots *tasks.SlotWait) error {
+	// Written as it is drawn: a dense graph's tree runs to tens of megabytes (every task
+	// under each of its dependencies), which a person may pipe to less or head.
+	b := bufio.NewWriterSize(w, 64<<10)
+	fmt.Fprintf(b, "graph %s: %s, %d task(s)\n", titled(p.paint(sgrBold, s.Graph.ID), s.Graph.Name), paintState(p, s.Progress().State()), len(v.Nodes))
 	index := make(map[string]int, len(v.Nodes))
 	for i, n := range v.Nodes {
 		if _, dup := index[n.ID]; !dup {
@@ -435,9 +443,11 @@ func renderTree(w io.Writer, p palette, s tasks.Snapshot, v tasks.View) error {
 			seen[f.node] = true
 			b.WriteString(label(n))
 			if f.level > maxIndent {
-				fmt.Fprintf(&b, " [depth %d]", n.Depth)
+				fmt.Fprintf(b, " [depth %d]", n.Depth)
 			}
-			b.WriteString("\n")
+			if _, err := b.WriteString("\n"); err != nil {
+				return // the reader is gone; Flush reports it
+			}
 			push(f.node, childPrefix, f.level+1)
 		}
 	}
@@ -451,8 +461,10 @@ func renderTree(w io.Writer, p palette, s tasks.Snapshot, v tasks.View) error {
 			draw(i)
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	if slots != nil {
+		fmt.Fprintf(b, "ready tasks wait for a free slot: %s\n", slotText(slots, s.Graph.ID, time.Now()))
+	}
+	return b.Flush()
 }
 
 // dotColors styles each state in Graphviz as the Mermaid chart does (GitHub's label
@@ -528,7 +540,7 @@ func renderCancel(w io.Writer, p palette, out tasks.CancelReport, stopping []str
 }
 
 // describeEnd says how a task ended, for the line `logs -f` writes to stderr at the end.
-func describeEnd(t tasks.Task) string {
+func describeEnd(t tasks.TaskHead) string {
 	s := string(t.Status)
 	switch {
 	case t.ExitCode != nil:
@@ -540,4 +552,332 @@ func describeEnd(t tasks.Task) string {
 		s += ": " + *t.Message
 	}
 	return s
+}
+
+// maxHolders is how many slot holders a line names; the rest are counted.
+const maxHolders = 3
+
+// slotText says which cap a graph's ready tasks wait for and which running tasks hold its
+// slots, the longest running first: tasks of the graph graphID by their id, others as
+// graph/task.
+func slotText(w *tasks.SlotWait, graphID string, now time.Time) string {
+	var b strings.Builder
+	switch w.Cap {
+	case tasks.CapGraph:
+		limit := 0
+		if w.Limit != nil {
+			limit = *w.Limit
+		}
+		fmt.Fprintf(&b, "the graph's maxParallel (%d) is taken by ", limit)
+	default:
+		b.WriteString("the server's --max-parallel (over all its graphs) is taken by ")
+	}
+	for i, h := range w.HeldBy {
+		if i == maxHolders {
+			fmt.Fprintf(&b, " and %d more", len(w.HeldBy)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		name := h.TaskID
+		if h.GraphID != graphID {
+			name = h.GraphID + "/" + h.TaskID
+		}
+		b.WriteString(name)
+		if h.StartedAt != nil {
+			fmt.Fprintf(&b, " (running %s)", shortDuration(now.Sub(h.StartedAt.Time)))
+		}
+	}
+	return b.String()
+}
+
+// waitText says why a task has not started, after "task X is".
+func waitText(w tasks.TaskWait, graphID string, now time.Time) string {
+	switch w.Reason {
+	case tasks.ReasonWaiting:
+		return "waiting on " + someDeps(w.WaitingOn)
+	case tasks.ReasonBlocked:
+		return "blocked by " + someDeps(w.BlockedBy) + ": it will be skipped"
+	}
+	if w.Slots == nil {
+		return "ready to start"
+	}
+	return "ready, waiting for a free slot: " + slotText(w.Slots, graphID, now)
+}
+
+// maxDepsShown is how many dependencies a line of `logs -f` names; the rest are counted.
+const maxDepsShown = 5
+
+// someDeps is depStates of the first few of ds, and how many more there are.
+func someDeps(ds []tasks.DepState) string {
+	if len(ds) <= maxDepsShown {
+		return depStates(ds)
+	}
+	return fmt.Sprintf("%s and %d more", depStates(ds[:maxDepsShown]), len(ds)-maxDepsShown)
+}
+
+// quietAbove is the size of graph above which following all its tasks reports only the
+// waits for a slot: for a thousand pending tasks, a line each on why is noise.
+const quietAbove = 50
+
+// taskColors are the colours of the task names before the lines of `tasks logs` for a
+// whole graph, given in turn, as docker compose colours its services.
+var taskColors = []string{sgrCyan, sgrYellow, sgrGreen, "35", "34", "36;1", "33;1", "32;1", "35;1", "34;1"}
+
+// maxNameWidth bounds the column of task names before the lines: a long id is cut.
+const maxNameWidth = 20
+
+// logPrinter prints what `tasks logs` reads. On stdout: one task's log as it is; the logs
+// of several tasks line by line, each after its task's name (a line is printed once it is
+// whole, or once its task ended); or, with --json, NDJSON records of tasks.LogEvent, a log
+// record holding one line. On stderr (not with --json): why a task has not started, its
+// starts, and how it ended.
+type logPrinter struct {
+	w, stderr io.Writer
+	p         palette
+	graphID   string
+	json      bool
+	lines     bool // several tasks: line by line, after the task's name
+	width     int
+	color     map[string]string
+	partial   map[string]string // a line not yet ended, per task
+	order     []string          // the tasks in partial, in the order their text came
+	enc       *json.Encoder
+	quiet     bool // report only waits for a slot (see quietAbove)
+}
+
+// newLogPrinter prints the logs of the tasks of snap named in ids (every task when
+// empty) to w, and what it has to say about them to stderr.
+func newLogPrinter(w, stderr io.Writer, p palette, snap tasks.Snapshot, ids []string, asJSON bool) *logPrinter {
+	lp := &logPrinter{w: w, stderr: stderr, p: p, graphID: snap.Graph.ID, json: asJSON, lines: len(ids) != 1,
+		color: map[string]string{}, partial: map[string]string{}, quiet: len(ids) != 1 && len(snap.Tasks) > quietAbove}
+	for i, t := range snap.Tasks {
+		lp.width = max(lp.width, min(utf8.RuneCountInString(t.ID), maxNameWidth))
+		lp.color[t.ID] = taskColors[i%len(taskColors)]
+	}
+	if asJSON {
+		lp.enc = json.NewEncoder(w)
+		lp.enc.SetEscapeHTML(false)
+	}
+	return lp
+}
+
+// logWriter is where the log of task id is written.
+func (lp *logPrinter) logWriter(id string) io.Writer {
+	return writerFunc(func(b []byte) (int, error) {
+		if err := lp.text(id, string(b)); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	})
+}
+
+// text prints a piece of task id's log.
+func (lp *logPrinter) text(id, s string) error {
+	if !lp.json && !lp.lines {
+		_, err := io.WriteString(lp.w, s)
+		return err
+	}
+	if _, ok := lp.partial[id]; !ok {
+		lp.order = append(lp.order, id)
+	}
+	s = lp.partial[id] + s
+	for {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			break
+		}
+		if err := lp.line(id, strings.TrimSuffix(s[:i], "\r")); err != nil {
+			return err
+		}
+		s = s[i+1:]
+	}
+	if s == "" {
+		lp.drop(id)
+	} else {
+		lp.partial[id] = s
+	}
+	return nil
+}
+
+// line prints one whole line of task id's log.
+func (lp *logPrinter) line(id, line string) error {
+	if lp.json {
+		return lp.enc.Encode(tasks.LogEvent{Type: tasks.EventLog, GraphID: lp.graphID, TaskID: id, Text: &line})
+	}
+	name := shorten(id, maxNameWidth)
+	name += strings.Repeat(" ", lp.width-utf8.RuneCountInString(name))
+	_, err := fmt.Fprintf(lp.w, "%s | %s\n", lp.p.paint(lp.color[id], name), line)
+	return err
+}
+
+func (lp *logPrinter) drop(id string) {
+	delete(lp.partial, id)
+	for i, x := range lp.order {
+		if x == id {
+			lp.order = append(lp.order[:i:i], lp.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// flushTask prints what is left of task id's last line.
+func (lp *logPrinter) flushTask(id string) error {
+	s, ok := lp.partial[id]
+	if !ok {
+		return nil
+	}
+	lp.drop(id)
+	return lp.line(id, s)
+}
+
+// flush prints what is left of every task's last line.
+func (lp *logPrinter) flush() error {
+	for len(lp.order) > 0 {
+		if err := lp.flushTask(lp.order[0]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// event prints what a follower reports (tasks.Reader.Follow).
+func (lp *logPrinter) event(ev tasks.LogEvent) error {
+	switch ev.Type {
+	case tasks.EventLog:
+		if ev.Text != nil {
+			return lp.text(ev.TaskID, *ev.Text)
+		}
+		return nil
+	case tasks.EventEnded:
+		if err := lp.flushTask(ev.TaskID); err != nil {
+			return err
+		}
+	}
+	if lp.json {
+		return lp.enc.Encode(ev)
+	}
+	var say string
+	switch {
+	case ev.Type == tasks.EventWaiting && ev.Wait != nil && lp.quiet && ev.Wait.Reason != tasks.ReasonReady:
+		return nil
+	case ev.Type == tasks.EventWaiting && ev.Wait != nil:
+		say = "is " + waitText(*ev.Wait, lp.graphID, time.Now())
+	case ev.Type == tasks.EventStarted && ev.Task != nil:
+		say = "started"
+		if ev.Task.Attempt > 1 {
+			say += fmt.Sprintf(" (attempt %d)", ev.Task.Attempt)
+		}
+	case ev.Type == tasks.EventEnded && ev.Task != nil:
+		say = describeEnd(*ev.Task)
+	default:
+		return nil
+	}
+	_, err := fmt.Fprintf(lp.stderr, "mcp-harness: task %s %s\n", ev.TaskID, say)
+	return err
+}
+
+// done says, after following every task of a graph, how the graph ended.
+func (lp *logPrinter) done(ended []tasks.Task) {
+	if lp.json || !lp.lines {
+		return
+	}
+	p := tasks.ProgressOf(ended)
+	fmt.Fprintf(lp.stderr, "mcp-harness: graph %s %s: %d succeeded, %d failed, %d cancelled, %d skipped\n",
+		lp.graphID, p.State(), p.Succeeded, p.Failed, p.Cancelled, p.Skipped)
+}
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// The operator CLI prints everything a person asks for (the tools, read by a model, are
+// bounded instead), but a graph with 400,000 dependencies is 35 MB of JSON: encoding/json
+// would build all of it in memory before writing a byte, beside a copy of the graph in
+// the result types. So the big --json outputs are written a list item at a time, from the
+// analysis the command already holds, in the same shape and layout as writeJSON.
+
+// streamedList is a list of a JSON object written an item at a time: n items, the i-th
+// given by item.
+type streamedList struct {
+	name string
+	n    int
+	item func(i int) any
+}
+
+// writeJSONStream writes head as writeJSON does, except that each list named in lists,
+// which head carries empty, is written from its items one by one.
+func writeJSONStream(w io.Writer, head any, lists ...streamedList) error {
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, head); err != nil {
+		return err
+	}
+	text := buf.Bytes()
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for _, l := range lists {
+		// A member of the top-level object starts a line indented by two spaces; a string
+		// value holds no raw newline, so this finds the member and nothing else.
+		marker := []byte("\n  \"" + l.name + "\": []")
+		i := bytes.Index(text, marker)
+		if i < 0 {
+			return fmt.Errorf("writing JSON: no empty list %q in %T", l.name, head)
+		}
+		bw.Write(text[:i])
+		if err := writeItems(bw, l); err != nil {
+			return err
+		}
+		text = text[i+len(marker):]
+	}
+	bw.Write(text)
+	return bw.Flush()
+}
+
+// writeItems writes a top-level member's list, items indented as writeJSON indents them.
+func writeItems(w *bufio.Writer, l streamedList) error {
+	fmt.Fprintf(w, "\n  %q: [", l.name)
+	if l.n == 0 {
+		w.WriteString("]")
+		return nil
+	}
+	var item bytes.Buffer
+	enc := json.NewEncoder(&item)
+	enc.SetIndent("    ", "  ")
+	enc.SetEscapeHTML(false)
+	for i := range l.n {
+		item.Reset()
+		if err := enc.Encode(l.item(i)); err != nil {
+			return err
+		}
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		w.WriteString("\n    ")
+		// A write error sticks: stop at the first (a closed pipe: `... | head`).
+		if _, err := w.Write(bytes.TrimSuffix(item.Bytes(), []byte("\n"))); err != nil {
+			return err
+		}
+	}
+	_, err := w.WriteString("\n  ]")
+	return err
+}
+
+// writeReport writes `tasks graph --json`: the graph's tasks.Report, from its analysis v,
+// a node and an edge at a time.
+func writeReport(w io.Writer, s tasks.Snapshot, v tasks.View) error {
+	head := tasks.Report{GraphID: s.Graph.ID, Name: s.Graph.Name, Status: s.Progress().State(),
+		Nodes: []tasks.ReportNode{}, Edges: []tasks.ReportEdge{}, Order: []string{}, Mermaid: &v.Mermaid}
+	return writeJSONStream(w, head,
+		streamedList{"nodes", len(v.Nodes), func(i int) any { return tasks.ReportNodeOf(v.Nodes[i]) }},
+		streamedList{"edges", len(v.Edges), func(i int) any { return tasks.ReportEdge{From: v.Edges[i].From, To: v.Edges[i].To} }},
+		streamedList{"order", len(v.Order), func(i int) any { return v.Order[i] }},
+	)
+}
+
+// writeDetail writes `tasks status --json`: d, a task at a time.
+func writeDetail(w io.Writer, d tasks.Detail) error {
+	all := d.Tasks
+	d.Tasks = []tasks.TaskDetail{}
+	return writeJSONStream(w, d, streamedList{"tasks", len(all), func(i int) any { return all[i] }})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -13,6 +14,8 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
 // toolCall sends tools/call over the raw server and returns the result object.
@@ -84,6 +87,10 @@ func TestE2E_ShellSession(t *testing.T) {
 		if res.IsError {
 			t.Fatalf("%s(%v): %s", name, args, text)
 		}
+		var decoded map[string]any // the result as a client reads it, held to the contract
+		b, _ := json.Marshal(res)
+		json.Unmarshal(b, &decoded)
+		checkToolResult(t, name, decoded, tasks.DefaultMaxResult)
 		sc, _ := res.StructuredContent.(map[string]any)
 		sc["__text"] = text
 		return sc

@@ -46,6 +46,43 @@
 //     session; with none, it fails with a *LimitError naming what to close.
 //   - A Recorder's errors are logged and ignored: a session works without its record.
 //
+// Shell integration (integration.go; the marks, commands.go; the kernel's view,
+// foreground_linux.go and ports_linux.go):
+//
+//   - A run types its line and a carriage return; if text was typed at that prompt
+//     without Enter, C-u clears it first. It takes one line of printable text: several
+//     lines go as Input.Data with Paste.
+//   - A run's result holds only its command's output: Since is where it starts, Cursor
+//     where it ends (before the next prompt); the read cursor moves past the prompt,
+//     which counts as read. Other results' Command is the command running, or the newest
+//     one if it finished during the call or within what it returns.
+//   - Quiet output ends a run, a WaitPort wait and an integrated shell's first read only
+//     when Idle is given; "prompt" ends plain waits without WaitFor (a pattern is what its
+//     caller wants), "input" ends every wait.
+//   - "input" needs the kernel (Linux): a process of the foreground group blocked in
+//     read, select, poll or epoll on the terminal, the output quiet for 50ms (100ms after
+//     input was written, which the program may not have taken yet) and nothing left for
+//     the reader. The shell itself reading is "prompt" at a marked prompt, and nothing
+//     without marks: its prompt and a question look the same.
+//   - Commands are numbered from 1 per session; History (Get) keeps the last 100
+//     finished ones. For sh/dash, which mark no command start, only the first line typed
+//     at a prompt is recorded, its output starting after the terminal's echo of what was
+//     typed (or the last continuation prompt).
+//   - End re-reads [Since, End) and waits for nothing; it moves no cursor.
+//   - WaitPort and Info.Ports count TCP sockets in LISTEN held by processes of the
+//     session (its session id: what setsid'd itself away is not counted); Linux only,
+//     refused elsewhere.
+//   - Paste with bracketed paste off types the text as it is.
+//   - Every session has a terminal side (screen.go): a scanner that reads all output on
+//     its own goroutine and answers the terminal queries programs wait on (answer.go
+//     lists them), and a VT emulator (vt.go) that keeps the screen for ReadOptions.Screen.
+//     Answers go out in query order; a cursor position report waits for the emulator to
+//     reach its query. The emulator may lag: while output arrives in bulk it waits for a
+//     pause, then skips to the newest place the screen starts afresh (a full clear, a
+//     screen switch, a reset, or the last two screenfuls of plain scrolling rows); a
+//     snapshot or a cursor query catches it up first. A screen reflects at least the
+//     output up to the call's Cursor. Terminals over MaxScreenCells have no emulator.
+//
 // Every error a caller can act on wraps one of the Err* sentinels (or is a typed error
 // that matches one with errors.Is), so the MCP adapter maps errors to codes without
 // parsing messages; anything else (a failed fork, an ioctl error) is a fault of the host.

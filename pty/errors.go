@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/mcp-harness/mcp-harness/internal/quote"
 )
 
 // Sentinel errors. Callers (the MCP adapter) map them to stable codes with errors.Is, so
@@ -23,15 +25,28 @@ var (
 	ErrInvalid = errors.New("invalid argument")
 	// ErrClosed reports a call on a Manager that has been shut down.
 	ErrClosed = errors.New("manager is shut down")
+	// ErrBusy refuses a run while the session's shell is still running a command (or is
+	// not back at its prompt); the error is a *BusyError. Nothing was typed.
+	ErrBusy = errors.New("shell is busy")
+	// ErrNoIntegration refuses a run in a session whose shell has no shell integration
+	// (not a shell the package knows, integration turned off, or no marks arrived).
+	ErrNoIntegration = errors.New("no shell integration")
 )
 
 // invalidf returns a usage error of op that wraps ErrInvalid. The message reaches a model
-// as it is (the MCP adapter adds only a code), so it is one sentence that says what was
-// wrong and what to change, naming the argument, the accepted values and what was given:
-// "cols and rows must be 1..1000, got 0x5".
+// after its code (the MCP adapter drops the operation, which names our Go function), so it
+// is one sentence that says what was wrong and what to change, naming the argument, the
+// accepted values and what was given: "cols and rows must be 1..1000, got 0x5".
 func invalidf(op, format string, args ...any) error {
-	return fmt.Errorf("%s: %w: %s", op, ErrInvalid, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%s: %w", op, &usageError{fmt.Sprintf(format, args...)})
 }
+
+// usageError is the sentence of an invalidf error: errors.Is(err, ErrInvalid) holds, but
+// its text does not repeat "invalid argument", which the caller's code already says.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string        { return e.msg }
+func (e *usageError) Is(target error) bool { return target == ErrInvalid }
 
 // LimitError is returned by Open when MaxSessions sessions are open and none of them has
 // exited (an exited one would have been evicted instead).
@@ -62,7 +77,7 @@ type UnknownKeyError struct {
 
 // Error names the key and lists the valid ones.
 func (e *UnknownKeyError) Error() string {
-	return fmt.Sprintf("%s %q; valid keys: %s", ErrUnknownKey, e.Name, keySummary)
+	return fmt.Sprintf("%s %s; valid keys: %s", ErrUnknownKey, quote.Short(e.Name), keySummary)
 }
 
 // Is makes errors.Is(err, ErrUnknownKey) true for an *UnknownKeyError.

@@ -56,8 +56,8 @@ func TestParseKeys_ErrUnknownKey(t *testing.T) {
 	}
 }
 
-// Every key name there is parses: the names DESIGN.md lists (each one also in the summary
-// an unknown name's error gives), their aliases, and C-a..C-z. The list must cover
+// Every key name there is parses: the names keySummary lists (the summary an unknown
+// name's error gives, and shell_io's keys description), their aliases, and C-a..C-z. The list must cover
 // namedKeys, so a key added there without being documented here fails.
 func TestParseKeys_everyName(t *testing.T) {
 	documented := []string{

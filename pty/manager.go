@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/internal/quote"
 )
 
 // Defaults. Those of Config, OpenOptions and ReadOptions apply where a field is zero and
@@ -41,6 +43,18 @@ const (
 	MaxSize = 1000
 	// MaxNameLen is the longest session name accepted, in bytes.
 	MaxNameLen = 200
+	// MaxCommandBytes is the longest command accepted, in bytes: the command is one
+	// argument of sh -c, and Linux refuses an argument of 128 KiB or more
+	// (MAX_ARG_STRLEN counts its terminating NUL).
+	MaxCommandBytes = 128<<10 - 1
+	// MaxEnvVars is the most environment variables one Open may set.
+	MaxEnvVars = 100
+	// MaxEnvValueBytes is the longest value of one environment variable, in bytes.
+	MaxEnvValueBytes = 32 << 10
+	// MaxEnvBytes bounds the names and values of all the variables one Open sets: the
+	// environment and the command line share the kernel's limit on what a program is
+	// started with.
+	MaxEnvBytes = 128 << 10
 	// MaxInputBytes is the most input one IO call may write.
 	MaxInputBytes = 1 << 20
 	// MaxReadBytes is the largest ReadOptions.MaxBytes accepted.
@@ -65,6 +79,9 @@ type Config struct {
 	Grace       time.Duration // Shutdown's grace between SIGHUP and SIGKILL; default DefaultGrace when 0
 	Recorder    Recorder      // optional; nil means no persistence
 	Logger      *slog.Logger  // optional; default slog.Default()
+	// NoEmulator runs sessions without their terminal side (screen.go): no answers to
+	// terminal queries, no screens. Benchmarks measure what the emulator costs with it.
+	NoEmulator bool
 }
 
 // Recorder persists session identities so a later process can kill what a crashed one
@@ -91,15 +108,26 @@ type OpenOptions struct {
 	// Dir is the absolute working directory, already validated by the caller; "" is the
 	// server's current directory.
 	Dir string
+	// EnterDir, when not empty, is the path the program changes into in place of Dir,
+	// which still names the directory in List and records: the caller gives
+	// /proc/self/fd/N of Dir held open (store.Dir.ExecPath), so that a path swapped after
+	// the caller checked it cannot move the program elsewhere. It must stay valid until
+	// Open returns.
+	EnterDir string
 	// Env is added to the inherited environment, overriding it and the session defaults
 	// (TERM=xterm-256color, PAGER=cat, GIT_PAGER=cat). Names are non-empty without '=' or
-	// NUL, values without NUL: nothing else can be passed to a program.
+	// NUL, values without NUL: nothing else can be passed to a program. At most
+	// MaxEnvVars variables, each value at most MaxEnvValueBytes, all of it at most
+	// MaxEnvBytes.
 	Env map[string]string
 	// Cols and Rows give the terminal size, both or neither: each 1..MaxSize, or both
 	// zero for DefaultCols x DefaultRows.
 	Cols, Rows int
 	// Name is a label for List, at most MaxNameLen bytes.
 	Name string
+	// NoIntegration starts an interactive shell without shell integration (see
+	// integration.go); by default bash, zsh, fish and sh/dash are started with it.
+	NoIntegration bool
 }
 
 // sessionDefaults are set whatever the server inherited, because a pager waiting for "q"
@@ -137,6 +165,14 @@ type ReadOptions struct {
 	MaxBytes int
 	// Raw returns the bytes as the terminal sent them instead of cleaned text.
 	Raw bool
+	// End, with Since, re-reads exactly the bytes [Since, End) (a command's range from
+	// History) and returns at once; it moves no cursor and takes no input.
+	End *int64
+	// WaitPort, 1..65535, ends the wait when a process of the session listens on that
+	// TCP port (Linux only).
+	WaitPort int
+	// Screen adds what the terminal shows after the output read (ReadResult.Screen).
+	Screen bool
 }
 
 // Input is what IO sends to a session before it reads.
@@ -148,6 +184,13 @@ type Input struct {
 	// is written, so the program draws its answer at the new size; both zero leave the
 	// size alone.
 	Cols, Rows int
+	// Run is one command line to type at the prompt of an integrated shell: the call
+	// waits for the shell to come back to its prompt and returns only that command's
+	// output (see IO). Not with Data.
+	Run string
+	// Paste sends Data as one bracketed paste when the program has turned bracketed
+	// paste on, a final newline as Enter after it; otherwise Data is typed as it is.
+	Paste bool
 }
 
 // ReadResult is what Open and IO return: the output read and the session's state.
@@ -156,15 +199,38 @@ type ReadResult struct {
 	Pid          int
 	Output       string
 	Since        int64   // absolute raw offset where the returned output starts
-	Cursor       int64   // absolute raw offset where it ends (the new read cursor)
+	Cursor       int64   // absolute raw offset where it ends (the new read cursor, except after a run: see IO)
 	DroppedBytes int64   // bytes between the requested start and the oldest byte still buffered
 	OmittedBytes int64   // bytes of the (cleaned) text left out by MaxBytes
-	Reason       string  // "matched" | "exited" | "idle" | "timeout"
+	Reason       string  // "matched" | "exited" | "idle" | "timeout" | "prompt" | "input" | "port"
 	Exited       bool    // the program has exited and its output has been drained
 	ExitCode     *int    // nil while running or when killed by a signal
 	Signal       *string // e.g. "SIGKILL" when killed by a signal, else nil
 	Written      int     // bytes of input delivered by this call
+	// Command is the shell command this call ran (Run), or else the newest one the call
+	// saw running or finishing; nil without one.
+	Command *Command
+	// WaitingForInput says what the program asks for when Reason is "input".
+	WaitingForInput *InputWanted
+	// Integration is true once the session's shell has sent integration marks.
+	Integration bool
+	// Screen is what the terminal shows once the output up to Cursor is drawn, when
+	// ReadOptions.Screen asked for it.
+	Screen *Screen
 }
+
+// InputWanted describes a program blocked reading the terminal.
+type InputWanted struct {
+	Kind   string // InputPassword, InputLine or InputKeys
+	Prompt string // the last non-empty line of output: the question, trimmed
+}
+
+// Kinds of input a program waits for, from the terminal's modes.
+const (
+	InputPassword = "password" // line mode without echo
+	InputLine     = "line"     // line mode with echo
+	InputKeys     = "keys"     // raw mode: each key as it is pressed
+)
 
 // Reasons a wait ended, as reported in ReadResult.Reason.
 const (
@@ -172,6 +238,9 @@ const (
 	ReasonExited  = "exited"
 	ReasonIdle    = "idle"
 	ReasonTimeout = "timeout"
+	ReasonPrompt  = "prompt" // an integrated shell is back at its prompt
+	ReasonInput   = "input"  // the program waits for input from the terminal
+	ReasonPort    = "port"   // a process of the session listens on WaitPort
 )
 
 // CloseResult is what Close returns: how the program ended and what it printed that was
@@ -191,7 +260,9 @@ type Info struct {
 	Exited                    bool
 	ExitCode                  *int
 	Signal                    *string
-	UnreadBytes               int64 // bytes after the read cursor still in the buffer
+	UnreadBytes               int64     // bytes after the read cursor still in the buffer
+	Ports                     []int     // TCP ports the session's processes listen on (Linux)
+	Commands                  []Command // the last commands, oldest first: only from Get
 }
 
 // Manager owns the sessions of one server process. Its methods are safe for concurrent
@@ -209,6 +280,8 @@ type Manager struct {
 	// wg counts session goroutines and Opens in flight, so Shutdown returns only when
 	// nothing the Manager started is still running.
 	wg sync.WaitGroup
+
+	shellFiles shellFiles // the shell integration scripts
 }
 
 // NewManager returns a Manager with cfg's zero fields set to their defaults.
@@ -236,6 +309,9 @@ type readOpts struct {
 	timeout  time.Duration
 	maxBytes int
 	raw      bool
+	idleSet  bool // idle was given, not defaulted
+	end      *int64
+	port     int
 }
 
 func resolveRead(op string, r ReadOptions) (readOpts, error) {
@@ -249,7 +325,11 @@ func resolveRead(op string, r ReadOptions) (readOpts, error) {
 	case r.MaxBytes < 0 || r.MaxBytes > MaxReadBytes:
 		return readOpts{}, invalidf(op, "maxBytes must be 1..%d, got %d", MaxReadBytes, r.MaxBytes)
 	}
-	o := readOpts{since: r.Since, re: r.WaitFor, idle: r.Idle, timeout: r.Timeout, maxBytes: r.MaxBytes, raw: r.Raw}
+	if err := checkRange(op, r); err != nil {
+		return readOpts{}, err
+	}
+	o := readOpts{since: r.Since, re: r.WaitFor, idle: r.Idle, timeout: r.Timeout, maxBytes: r.MaxBytes, raw: r.Raw,
+		idleSet: r.Idle > 0, end: r.End, port: r.WaitPort}
 	if o.idle == 0 && o.re == nil {
 		o.idle = DefaultIdle
 	}
@@ -276,33 +356,72 @@ func checkOpen(op string, o OpenOptions) error {
 	if err := checkSize(op, o.Cols, o.Rows); err != nil {
 		return err
 	}
-	if o.Dir != "" {
-		if !filepath.IsAbs(o.Dir) {
-			return invalidf(op, "dir must be an absolute path, got %q", o.Dir)
+	// Sizes first: a megabyte of command is refused before it is scanned or quoted.
+	switch {
+	case len(o.Command) > MaxCommandBytes:
+		return invalidf(op, "command is %d bytes, at most %d are accepted; put a long script in a file in the workspace and run that",
+			len(o.Command), MaxCommandBytes)
+	case len(o.Name) > MaxNameLen:
+		return invalidf(op, "name is %d bytes long; give one of at most %d", len(o.Name), MaxNameLen)
+	case len(o.Env) > MaxEnvVars:
+		return invalidf(op, "env has %d variables, at most %d are accepted", len(o.Env), MaxEnvVars)
+	}
+	envBytes := 0
+	for _, k := range slices.Sorted(maps.Keys(o.Env)) { // sorted: the same call gets the same message
+		if len(o.Env[k]) > MaxEnvValueBytes {
+			return invalidf(op, "env %s is %d bytes long, at most %d are accepted per value; pass a long value in a file instead",
+				quote.Short(k), len(o.Env[k]), MaxEnvValueBytes)
 		}
-		// exec reports a missing directory as the shell missing ("fork/exec /bin/sh: no
-		// such file or directory"), which would send a model looking in the wrong place.
-		if fi, err := os.Stat(o.Dir); err != nil || !fi.IsDir() {
-			return invalidf(op, "dir %q is not a directory that exists; give an existing directory", o.Dir)
-		}
+		envBytes += len(k) + len(o.Env[k])
+	}
+	if envBytes > MaxEnvBytes {
+		return invalidf(op, "env is %d bytes (names and values), at most %d are accepted", envBytes, MaxEnvBytes)
+	}
+	if err := checkDir(op, o); err != nil {
+		return err
 	}
 	switch {
 	case o.Command != "" && strings.TrimSpace(o.Command) == "":
 		return invalidf(op, "command is blank; omit it to start an interactive shell")
 	case strings.ContainsRune(o.Command, 0):
 		return invalidf(op, "command contains a NUL byte, which no command line can carry; remove it")
-	case len(o.Name) > MaxNameLen:
-		return invalidf(op, "name is %d bytes long; give one of at most %d", len(o.Name), MaxNameLen)
 	}
-	for _, k := range slices.Sorted(maps.Keys(o.Env)) { // sorted: the same call gets the same message
+	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return invalidf(op, "env name %q is not a valid variable name; use a non-empty name without '=' or NUL", k)
+			return invalidf(op, "env name %s is not a valid variable name; use a non-empty name without '=' or NUL", quote.Short(k))
 		}
 		if strings.ContainsRune(o.Env[k], 0) {
-			return invalidf(op, "env %s contains a NUL byte, which no program can receive; remove it", k)
+			return invalidf(op, "env %s contains a NUL byte, which no program can receive; remove it", quote.Short(k))
 		}
 	}
 	return nil
+}
+
+// checkDir refuses a working directory the program could not start in. exec reports a
+// missing directory as the shell missing ("fork/exec /bin/sh: no such file or
+// directory"), which would send a model looking in the wrong place.
+func checkDir(op string, o OpenOptions) error {
+	if o.Dir == "" {
+		if o.EnterDir != "" {
+			return invalidf(op, "enterDir is given without the dir it enters")
+		}
+		return nil
+	}
+	if !filepath.IsAbs(o.Dir) {
+		return invalidf(op, "dir must be an absolute path, got %s", quote.Short(o.Dir))
+	}
+	if fi, err := os.Stat(o.enterDir()); err != nil || !fi.IsDir() {
+		return invalidf(op, "dir %s is not a directory that exists; give an existing directory", quote.Short(o.Dir))
+	}
+	return nil
+}
+
+// enterDir is the path the program changes into (see OpenOptions.EnterDir).
+func (o OpenOptions) enterDir() string {
+	if o.EnterDir != "" {
+		return o.EnterDir
+	}
+	return o.Dir
 }
 
 // Open starts a program under a new terminal, then waits for its first output the way IO
@@ -322,10 +441,16 @@ func (m *Manager) Open(ctx context.Context, o OpenOptions, r ReadOptions) (ReadR
 	if ro.since != nil && *ro.since != 0 {
 		return ReadResult{}, invalidf(op, "since must be 0 or omitted for a new session, got %d", *ro.since)
 	}
+	if ro.end != nil {
+		return ReadResult{}, invalidf(op, "end re-reads the output of an open session; omit it when opening one")
+	}
 	if o.Cols == 0 && o.Rows == 0 {
 		o.Cols, o.Rows = DefaultCols, DefaultRows
 	}
 	if err := checkOpen(op, o); err != nil {
+		return ReadResult{}, err
+	}
+	if err := m.checkScreen(op, r.Screen, o.Cols, o.Rows); err != nil {
 		return ReadResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -369,7 +494,7 @@ func (m *Manager) Open(ctx context.Context, o OpenOptions, r ReadOptions) (ReadR
 	m.log.Debug("pty: session started", "id", id, "pid", s.pid, "command", s.command, "dir", s.dir)
 	m.recordOpened(ctx, s)
 
-	res, err := m.exchange(ctx, op, s, nil, ro, true)
+	res, err := m.exchange(ctx, op, s, Input{}, ro, true)
 	if err != nil {
 		// The caller never learns the id of a session whose Open failed, so nobody could
 		// close it: take it down now (unless a Shutdown already is).
@@ -383,6 +508,7 @@ func (m *Manager) Open(ctx context.Context, o OpenOptions, r ReadOptions) (ReadR
 		}
 		return ReadResult{}, err
 	}
+	s.addScreen(&res, r.Screen)
 	return res, nil
 }
 
@@ -444,7 +570,7 @@ func (m *Manager) get(op, id string) (*session, error) {
 		if len(ids) > 0 {
 			open = strings.Join(ids, ", ")
 		}
-		return nil, fmt.Errorf("%s: %w %q (open sessions: %s)", op, ErrNoSession, id, open)
+		return nil, fmt.Errorf("%s: %w %s (open sessions: %s)", op, ErrNoSession, quote.Short(id), open)
 	}
 	return s, nil
 }
@@ -473,6 +599,9 @@ func (m *Manager) IO(ctx context.Context, id string, in Input, r ReadOptions) (R
 	if len(in.Data) > MaxInputBytes {
 		return ReadResult{}, invalidf(op, "input is %d bytes; send at most %d per call", len(in.Data), MaxInputBytes)
 	}
+	if err := checkInput(op, in, r); err != nil {
+		return ReadResult{}, err
+	}
 	resizing := in.Cols != 0 || in.Rows != 0
 	if resizing {
 		if err := checkSize(op, in.Cols, in.Rows); err != nil {
@@ -486,12 +615,19 @@ func (m *Manager) IO(ctx context.Context, id string, in Input, r ReadOptions) (R
 	if err := ctx.Err(); err != nil {
 		return ReadResult{}, fmt.Errorf("%s: session %q: %w", op, id, err)
 	}
+	if err := s.checkScreen(op, r.Screen, in.Cols, in.Rows); err != nil {
+		return ReadResult{}, err
+	}
 	if resizing {
 		if err := resize(op, s, in.Cols, in.Rows); err != nil {
 			return ReadResult{}, err
 		}
 	}
-	return m.exchange(ctx, op, s, in.Data, ro, false)
+	res, err := m.exchange(ctx, op, s, in, ro, false)
+	if err == nil {
+		s.addScreen(&res, r.Screen)
+	}
+	return res, err
 }
 
 // Resize sets the terminal size; the kernel sends SIGWINCH to the foreground program.
@@ -567,6 +703,7 @@ func (m *Manager) List() []Info {
 	for i, s := range ss {
 		infos[i] = s.info()
 	}
+	withPorts(infos)
 	return infos
 }
 
@@ -586,6 +723,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		m.recordClosed(ctx, s.id)
 	}
 	m.wg.Wait()
+	m.shellFiles.remove()
 	if cut {
 		return fmt.Errorf("pty.Shutdown: grace cut short, sessions killed: %w", ctx.Err())
 	}

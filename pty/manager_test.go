@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,25 +37,31 @@ func TestManager_ErrInvalid_messages(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"cols without rows", open(OpenOptions{Cols: 80}, ReadOptions{}), "pty.Open: invalid argument: give cols and rows together, each 1..1000, got 80x0"},
+		{"cols without rows", open(OpenOptions{Cols: 80}, ReadOptions{}), "pty.Open: give cols and rows together, each 1..1000, got 80x0"},
 		{"cols 0 with rows", open(OpenOptions{Cols: 0, Rows: 5}, ReadOptions{}), "give cols and rows together, each 1..1000, got 0x5"},
 		{"cols too wide", open(OpenOptions{Cols: 1001, Rows: 24}, ReadOptions{}), "cols and rows must be 1..1000, got 1001x24"},
 		{"name too long", open(OpenOptions{Name: strings.Repeat("n", MaxNameLen+1)}, ReadOptions{}), "name is 201 bytes long; give one of at most 200"},
 		{"NUL in command", open(OpenOptions{Command: "echo a\x00b"}, ReadOptions{}), "command contains a NUL byte"},
 		{"env name", open(OpenOptions{Env: map[string]string{"A=B": "c"}}, ReadOptions{}), `env name "A=B" is not a valid variable name; use a non-empty name without '=' or NUL`},
 		{"empty env name", open(OpenOptions{Env: map[string]string{"": "c"}}, ReadOptions{}), `env name "" is not a valid variable name`},
-		{"NUL in env value", open(OpenOptions{Env: map[string]string{"A": "x\x00"}}, ReadOptions{}), "env A contains a NUL byte"},
+		{"NUL in env value", open(OpenOptions{Env: map[string]string{"A": "x\x00"}}, ReadOptions{}), `env "A" contains a NUL byte`},
+		{"command too long", open(OpenOptions{Command: strings.Repeat("c", MaxCommandBytes+1)}, ReadOptions{}), "command is 131072 bytes, at most 131071 are accepted"},
+		{"too many env", open(OpenOptions{Env: manyEnv(MaxEnvVars + 1)}, ReadOptions{}), "env has 101 variables, at most 100 are accepted"},
+		{"env value too long", open(OpenOptions{Env: map[string]string{"BIG": strings.Repeat("v", MaxEnvValueBytes+1)}}, ReadOptions{}), `env "BIG" is 32769 bytes long, at most 32768 are accepted per value`},
+		{"env too big", open(OpenOptions{Env: bigEnv(5, MaxEnvValueBytes)}, ReadOptions{}), "env is 163850 bytes (names and values), at most 131072 are accepted"},
+		{"long bad env name", open(OpenOptions{Env: map[string]string{strings.Repeat("=", 1000): "v"}}, ReadOptions{}), `env name "` + strings.Repeat("=", 64) + `"... (1000 bytes) is not a valid variable name`},
+		{"enterDir without dir", open(OpenOptions{EnterDir: "/proc/self/fd/0"}, ReadOptions{}), "enterDir is given without the dir it enters"},
 		{"relative dir", open(OpenOptions{Dir: "sub"}, ReadOptions{}), `dir must be an absolute path, got "sub"`},
 		{"negative timeout", open(OpenOptions{}, ReadOptions{Timeout: -time.Millisecond}), "timeout must be 0 or more, got -1ms"},
 		{"negative idle", io(Input{}, ReadOptions{Idle: -time.Second}), "idle must be 0 or more, got -1s"},
-		{"negative since", io(Input{}, ReadOptions{Since: &neg}), "pty.IO: invalid argument: since must be 0 or more, got -5"},
+		{"negative since", io(Input{}, ReadOptions{Since: &neg}), "pty.IO: since must be 0 or more, got -5"},
 		{"since on open", open(OpenOptions{}, ReadOptions{Since: new(int64(7))}), "since must be 0 or omitted for a new session, got 7"},
 		{"maxBytes too big", io(Input{}, ReadOptions{MaxBytes: MaxReadBytes + 1}), "maxBytes must be 1..1048576, got 1048577"},
 		{"negative maxBytes", io(Input{}, ReadOptions{MaxBytes: -1}), "maxBytes must be 1..1048576, got -1"},
 		{"input too big", io(Input{Data: make([]byte, MaxInputBytes+1)}, ReadOptions{}), "input is 1048577 bytes; send at most 1048576 per call"},
-		{"resize rows only", io(Input{Data: []byte("x"), Rows: 30}, ReadOptions{}), "pty.IO: invalid argument: give cols and rows together, each 1..1000, got 0x30"},
+		{"resize rows only", io(Input{Data: []byte("x"), Rows: 30}, ReadOptions{}), "pty.IO: give cols and rows together, each 1..1000, got 0x30"},
 		{"resize too tall", io(Input{Data: []byte("x"), Cols: 80, Rows: 1001}, ReadOptions{}), "cols and rows must be 1..1000, got 80x1001"},
-		{"Resize 0x0", m.Resize(id, 0, 0), "pty.Resize: invalid argument: cols and rows must be 1..1000, got 0x0"},
+		{"Resize 0x0", m.Resize(id, 0, 0), "pty.Resize: cols and rows must be 1..1000, got 0x0"},
 	} {
 		if !errors.Is(tt.err, ErrInvalid) || !strings.Contains(tt.err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want ErrInvalid saying %q", tt.name, tt.err, tt.want)
@@ -98,7 +105,9 @@ func TestManager_timeoutZero(t *testing.T) {
 	if err != nil || got.Reason != ReasonTimeout || got.Written != len("ping\n") {
 		t.Fatalf("IO(ping, Timeout 0) = %+v, %v, want %q with all 5 bytes written", got, err, ReasonTimeout)
 	}
-	if got := mustIO(t, m, cat.SessionID, "", ReadOptions{WaitFor: regexp.MustCompile(`ping\n`)}); got.Reason != ReasonMatched {
+	// Re-read from before the input: the zero-timeout call may already have returned
+	// cat's answer, if it came that fast.
+	if got := mustIO(t, m, cat.SessionID, "", ReadOptions{Since: new(cat.Cursor), WaitFor: regexp.MustCompile(`ping\n`)}); got.Reason != ReasonMatched {
 		t.Errorf("read after IO(Timeout 0) = %+v, want cat's answer to the input", got)
 	}
 }
@@ -131,4 +140,22 @@ func TestManager_IO_resize(t *testing.T) {
 	if err != nil || !strings.Contains(got.Output, "\n30 100\n") {
 		t.Errorf("IO(stty size, 100x30) = %q, %v, want 30 100", got.Output, err)
 	}
+}
+
+// manyEnv is n variables V0..V(n-1).
+func manyEnv(n int) map[string]string {
+	env := map[string]string{}
+	for i := range n {
+		env["V"+strconv.Itoa(i)] = "x"
+	}
+	return env
+}
+
+// bigEnv is n variables of size bytes each.
+func bigEnv(n, size int) map[string]string {
+	env := map[string]string{}
+	for i := range n {
+		env["V"+strconv.Itoa(i)] = strings.Repeat("v", size)
+	}
+	return env
 }

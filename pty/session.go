@@ -26,6 +26,13 @@ type session struct {
 	startedAt              time.Time
 	cmd                    *exec.Cmd
 	master                 *os.File
+	pts                    string // the terminal's slave side, /dev/pts/N ("" where unknown)
+	kind                   shellKind
+
+	// filter takes the integration marks out of the output; only readLoop uses it.
+	filter markFilter
+
+	term *term // answers terminal queries and keeps the screen (screen.go); nil with Config.NoEmulator
 
 	// wsem lets one write at a time hold the master: the write deadline belongs to the
 	// file, so two writers would cut each other's deadlines short.
@@ -39,7 +46,10 @@ type session struct {
 	cursor       int64 // the read cursor: where a read without Since starts
 	cols, rows   int
 	lastOutput   time.Time
+	lastWrite    time.Time
 	lastActivity time.Time
+	sh           shellState    // what the shell integration marks said
+	openRun      int           // the run command whose last result said done: false (see exchange)
 	changed      chan struct{} // closed (and cleared) on new output or exit; made by a waiter
 	waiters      int           // calls waiting on this session (tests use it to order events)
 	reaped       bool          // the leader has been waited for: its pid may be reused now
@@ -70,12 +80,23 @@ func (st exitStatus) String() string {
 func (m *Manager) start(id string, seq int, o OpenOptions) (*session, error) {
 	env := sessionEnv(o.Env)
 	argv, display := commandLine(o.Command, env)
+	kind := kindNone
+	if !o.NoIntegration {
+		if shArgv, k, ok := shellCommand(o.Command, argv, env); ok {
+			if dir, err := m.shellFiles.path(); err != nil {
+				m.log.Warn("pty: starting the shell without integration", "id", id, "err", err)
+			} else {
+				argv, env = integrate(k, shArgv, env, dir)
+				kind = k
+			}
+		}
+	}
 	dir := o.Dir
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = o.Dir
+	cmd.Dir = o.enterDir()
 	cmd.Env = env
 	ws := &creackpty.Winsize{Cols: uint16(o.Cols), Rows: uint16(o.Rows)}
 	// Setsid makes the program a session and process group leader, so one kill(-pgid)
@@ -108,7 +129,12 @@ func (m *Manager) start(id string, seq int, o OpenOptions) (*session, error) {
 		ring:       newRing(m.cfg.BufferSize),
 		cols:       o.Cols, rows: o.Rows,
 		lastActivity: now,
+		pts:          ptsPath(master),
+		kind:         kind,
+		filter:       markFilter{consume: kind != kindNone},
+		sh:           shellState{kind: kind, promptAt: -1, inputAt: -1, drawnAt: -1},
 	}
+	m.startTerm(s)
 	m.wg.Add(2)
 	go func() { defer m.wg.Done(); s.readLoop() }()
 	go func() { defer m.wg.Done(); s.waitLoop(m) }()
@@ -176,15 +202,20 @@ func (s *session) readLoop() {
 		if n > 0 {
 			now := time.Now()
 			s.mu.Lock()
-			s.ring.write(buf[:n])
+			s.filter.feed(buf[:n], outputSink{s, now})
 			s.lastOutput = now
 			s.lastActivity = now
 			s.wakeLocked()
 			s.mu.Unlock()
+			s.term.wake()
 		}
 		if err != nil {
 			// EIO: every holder of the terminal's slave side is gone (Linux says so
 			// instead of EOF). ErrClosed: stop closed the master.
+			s.mu.Lock()
+			s.filter.flush(outputSink{s, time.Now()})
+			s.wakeLocked()
+			s.mu.Unlock()
 			return
 		}
 	}
@@ -221,6 +252,17 @@ func (s *session) waitLoop(m *Manager) {
 	m.log.Debug("pty: session program exited", "id", s.id, "pid", s.pid, "status", st.String())
 	close(s.exitDone)
 }
+
+// outputSink puts what the mark filter passes on into the session: output into the ring,
+// marks into the shell state at the offset where they were. The session's mu is held.
+type outputSink struct {
+	s   *session
+	now time.Time
+}
+
+func (o outputSink) output(p []byte)   { o.s.ring.write(p) }
+func (o outputSink) mark(m mark)       { o.s.sh.onMark(m, o.s.ring.end, o.now, &o.s.ring) }
+func (o outputSink) pasteMode(on bool) { o.s.sh.paste = on }
 
 // wakeLocked tells the waiters that something changed.
 func (s *session) wakeLocked() {
@@ -296,6 +338,7 @@ func (s *session) resize(cols, rows int) error {
 	}
 	s.mu.Lock()
 	s.cols, s.rows = cols, rows
+	s.term.resized(s.ring.end, cols, rows)
 	s.mu.Unlock()
 	return nil
 }
@@ -332,6 +375,7 @@ func (s *session) write(ctx context.Context, p []byte, deadline time.Time) (int,
 	if n > 0 {
 		s.mu.Lock()
 		s.lastActivity = time.Now()
+		s.lastWrite = s.lastActivity
 		s.mu.Unlock()
 	}
 	return n, err
@@ -340,8 +384,12 @@ func (s *session) write(ctx context.Context, p []byte, deadline time.Time) (int,
 func (s *session) info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	dir := s.dir
+	if s.sh.cwd != "" {
+		dir = s.sh.cwd // where the shell is now, as its integration reports
+	}
 	return Info{
-		ID: s.id, Name: s.name, Command: s.command, Dir: s.dir,
+		ID: s.id, Name: s.name, Command: s.command, Dir: dir,
 		Pid: s.pid, Cols: s.cols, Rows: s.rows,
 		StartedAt: s.startedAt, LastActivityAt: s.lastActivity,
 		Exited: s.status.exited, ExitCode: s.status.code, Signal: s.status.signal,

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/mcp-harness/mcp-harness/internal/quote"
 )
 
 // signalNames lists the signals by the names a person (and a model) writes them with;
@@ -79,5 +81,5 @@ func ParseSignal(name string) (syscall.Signal, error) {
 	for i, sn := range signalNames {
 		names[i] = sn.name
 	}
-	return 0, invalidf(op, "unknown signal %q; use one of %s, or a number 1..64", name, strings.Join(names, ", "))
+	return 0, invalidf(op, "unknown signal %s; use one of %s, or a number 1..64", quote.Short(name), strings.Join(names, ", "))
 }

@@ -23,15 +23,64 @@ func latest(a, b time.Time) time.Time {
 	return b
 }
 
-// exchange is the body of IO and of Open's first read: write input, wait, read.
-func (m *Manager) exchange(ctx context.Context, op string, s *session, input []byte, ro readOpts, opening bool) (ReadResult, error) {
+// inputQuiet is how long output must have been quiet before the foreground process is
+// asked whether it waits for input, and inputAfterWrite how long after input was
+// written: the program needs a moment to take what it was sent, and until the terminal
+// has passed it on, a program that is about to wake up still looks blocked.
+const (
+	inputQuiet      = 50 * time.Millisecond
+	inputAfterWrite = 100 * time.Millisecond
+	maxInputCheck   = 250 * time.Millisecond // checks back off to this while nothing changes
+	// inputConfirm is how long a "waits for input" answer is held before it counts: the
+	// program's last output may have left the terminal (the check sees nothing unread)
+	// and still be in the reader's hands, on its way into the buffer. Output that arrives
+	// meanwhile cancels it.
+	inputConfirm = 30 * time.Millisecond
+	portCheck    = 100 * time.Millisecond
+)
+
+// waitSpec says what ends one wait (see IO).
+type waitSpec struct {
+	start, baseEnd int64 // where the read starts; the end of the output when the call began
+	immediate      bool  // a read without input: unread output (or an idle prompt) answers at once
+	timedOut       bool  // the write used up the timeout
+	idle           time.Duration
+	cmd            int  // wait for this shell command to finish (run, or reading on after one)
+	port           int  // wait for a process of the session to listen on this port
+	prompt         bool // a prompt the shell shows after the call began ends the wait
+	opening        bool // the first read of an integrated shell: its first prompt ends it
+	deadline       time.Time
+}
+
+// waitEnd is how a wait ended.
+type waitEnd struct {
+	reason string
+	mt     *matcher        // the pattern's cleaned text, when WaitFor was given
+	input  *foregroundRead // the process waiting for input, for reason "input"
+}
+
+type foregroundRead struct {
+	pid  int
+	kind string
+}
+
+// exchange is the body of IO and of Open's first read: write input (or type a run's
+// command line), wait, read.
+func (m *Manager) exchange(ctx context.Context, op string, s *session, in Input, ro readOpts, opening bool) (ReadResult, error) {
 	deadline := time.Now().Add(ro.timeout)
 	res := ReadResult{SessionID: s.id, Pid: s.pid}
+	if ro.end != nil {
+		return s.reread(op, ro, res)
+	}
 
 	s.mu.Lock()
 	end := s.ring.end
 	start := s.cursor
 	st := s.status
+	running := 0 // the shell command running when the call began
+	if s.sh.cur != nil {
+		running = s.sh.cur.ID
+	}
 	s.mu.Unlock()
 	if ro.since != nil {
 		if *ro.since > end {
@@ -40,22 +89,56 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, input []b
 		start = *ro.since
 	}
 
-	writeTimedOut := false
-	if len(input) > 0 {
-		if st.exited {
-			return res, fmt.Errorf("%s: session %q: %w (%s); read without input to get its remaining output, or close it", op, s.id, ErrExited, st)
+	w := waitSpec{start: start, baseEnd: end, idle: ro.idle, port: ro.port, deadline: deadline}
+	input := in.Data
+	if (len(input) > 0 || in.Run != "") && st.exited {
+		return res, fmt.Errorf("%s: session %q: %w (%s); read without input to get its remaining output, or close it", op, s.id, ErrExited, st)
+	}
+	var run *command
+	switch {
+	case in.Run != "":
+		var err error
+		if input, run, err = s.prepareRun(ctx, op, in.Run, deadline); err != nil {
+			return res, err
 		}
+		w.cmd = run.ID
+	case len(input) > 0:
+		s.mu.Lock()
+		pasted := in.Paste && s.sh.paste
+		s.sh.typedLine(input, pasted, s.ring.end, time.Now())
+		s.mu.Unlock()
+		if pasted {
+			input = pasteBytes(input)
+		}
+	case ro.since == nil && !opening:
+		// A read after a run that returned before its command finished goes on
+		// waiting for that command.
+		s.mu.Lock()
+		if id := s.openRun; id != 0 {
+			if _, ok := s.sh.find(id, &s.ring, time.Now()); ok {
+				w.cmd = id
+			}
+		}
+		s.mu.Unlock()
+	}
+
+	if len(input) > 0 {
 		// The write gets at least minWriteTime even when the caller wants no wait: a short
 		// timeout is about waiting for output, and a write that meets a deadline already
 		// past (a loaded machine) would deliver nothing at all.
 		n, err := s.write(ctx, input, latest(deadline, time.Now().Add(minWriteTime)))
 		res.Written = n
+		if n == 0 && run != nil {
+			s.mu.Lock()
+			s.sh.unrun(run)
+			s.mu.Unlock()
+		}
 		switch {
 		case err == nil:
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			// A program that stopped reading its input: report what went in and read.
 			// The write used up the timeout, whatever the output did meanwhile.
-			writeTimedOut = true
+			w.timedOut = true
 		case ctx.Err() != nil:
 			return res, fmt.Errorf("%s: session %q: write: %w", op, s.id, ctx.Err())
 		case errors.Is(err, os.ErrClosed):
@@ -69,29 +152,81 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, input []b
 	}
 
 	// Without input or WaitFor, unread output is an answer in itself; Open and IO with
-	// input wait for the program's response to settle instead.
-	immediate := len(input) == 0 && !opening
-	reason, mt, err := s.await(ctx, start, end, immediate, writeTimedOut, ro, deadline)
+	// input wait for the program's response to settle instead. A run, a waitPort and
+	// the first prompt of an integrated shell wait for their own event: quiet output
+	// ends them only when idle was asked for.
+	w.immediate = len(input) == 0 && !opening && w.cmd == 0
+	integrated := s.kind != kindNone
+	w.opening = opening && integrated
+	w.prompt = integrated && ro.re == nil && w.cmd == 0 && w.port == 0
+	if (w.cmd != 0 || w.port != 0 || w.opening) && !ro.idleSet {
+		w.idle = 0
+		if w.opening && !foregroundKnown {
+			w.idle = DefaultIdle // no way to tell a shell without marks at its prompt
+		}
+	}
+	we, err := s.await(ctx, w, ro.re)
 	if err != nil {
 		return res, fmt.Errorf("%s: session %q: wait: %w", op, s.id, err)
 	}
 
 	s.mu.Lock()
-	data, from := s.ring.appendFrom(nil, start)
+	now := time.Now()
 	end = s.ring.end
+	var cmd *Command
+	if w.cmd != 0 {
+		if c, ok := s.sh.find(w.cmd, &s.ring, now); ok {
+			cmd = &c
+		}
+	}
+	var data []byte
+	var from, to, want int64
+	if cmd != nil {
+		// Only the command's own output: from where it starts (or where the last read
+		// of it ended) to where the next prompt begins. The prompt counts as read.
+		want = max(s.cursor, cmd.Since)
+		to = end
+		if cmd.Done {
+			to = cmd.Cursor
+		}
+		data, from = s.ring.appendRange(nil, want, to)
+		to = max(to, from)
+		if cmd.Done {
+			if s.openRun == cmd.ID {
+				s.openRun = 0
+			}
+		} else {
+			s.openRun = cmd.ID
+		}
+	} else {
+		want = start
+		data, from = s.ring.appendFrom(nil, start)
+		to = end
+		if c, ok := s.sh.last(&s.ring, now); ok && (!c.Done || c.Cursor > start || c.ID == running) {
+			cmd = &c // running, or finished during this call or within what it returns
+			if c.Done && c.ID == s.openRun {
+				s.openRun = 0 // reported done: a later read has nothing more to wait for
+			}
+		}
+	}
 	s.cursor = max(s.cursor, end)
 	st = s.status
+	res.Integration = s.sh.marks
+	if we.input != nil {
+		res.WaitingForInput = &InputWanted{Kind: we.input.kind, Prompt: promptLine(&s.ring)}
+	}
 	s.mu.Unlock()
 
-	res.Since, res.Cursor, res.DroppedBytes = from, end, from-start
-	res.Reason = reason
+	res.Since, res.Cursor, res.DroppedBytes = from, to, from-want
+	res.Reason = we.reason
+	res.Command = cmd
 	res.Exited, res.ExitCode, res.Signal = st.exited, st.code, st.signal
 	if ro.raw {
 		res.Output, res.OmittedBytes = capText(data, ro.maxBytes, func(h int) int64 { return from + int64(h) })
 		return res, nil
 	}
 	var text []byte
-	if mt != nil && mt.from == from && mt.next == end {
+	if mt := we.mt; mt != nil && mt.from == from && mt.next == to {
 		text = mt.c.bytes() // already cleaned while waiting
 	} else {
 		text = []byte(Clean(data))
@@ -101,11 +236,12 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, input []b
 }
 
 // await waits for the first of the reasons IO documents and returns it. The waiting is
-// driven by the session's change notifications and one timer; nothing polls.
-func (s *session) await(ctx context.Context, start, baseEnd int64, immediate, timedOut bool, ro readOpts, deadline time.Time) (string, *matcher, error) {
+// driven by the session's change notifications and one timer; what the kernel knows
+// (a process blocked reading the terminal, a listening port) is asked on that timer.
+func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp) (waitEnd, error) {
 	var mt *matcher
-	if ro.re != nil {
-		mt = &matcher{re: ro.re, from: -1, checked: -1}
+	if re != nil {
+		mt = &matcher{re: re, from: -1, checked: -1}
 	}
 	s.mu.Lock()
 	s.waiters++
@@ -116,60 +252,173 @@ func (s *session) await(ctx context.Context, start, baseEnd int64, immediate, ti
 		s.mu.Unlock()
 	}()
 
+	// Input checks start once output (and our input) has been quiet a moment and back
+	// off while nothing changes; port checks run at a fixed pace.
+	inputEvery, checkedEnd := inputQuiet, int64(-1)
+	var nextInput, nextPort time.Time
+	var held waitEnd // an input answer waiting for confirmation
+	heldEnd := int64(-1)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for first := true; ; first = false {
+		now := time.Now()
 		s.mu.Lock()
 		end := s.ring.end
 		exited := s.status.exited
-		last := s.lastOutput
+		last, lastWrite := s.lastOutput, s.lastWrite
+		ready := s.sh.promptReady(last, now)
+		newPrompt := ready && s.sh.promptAt >= w.baseEnd
+		cmdDone := w.cmd != 0 && s.sh.done(w.cmd) && (ready || s.sh.cur != nil)
+		settleAt := s.sh.settleAt(last)
+		// A prompt shown after the last write means the shell has taken that input: the
+		// wait for it to do so does not apply.
+		freshPrompt := s.sh.waitsAtPrompt() && s.sh.promptTime.After(lastWrite)
 		changed := s.changedLocked()
 		s.mu.Unlock()
 
-		now := time.Now()
-		settling := ro.idle > 0 && end > baseEnd
+		settling := w.idle > 0 && end > w.baseEnd
 		var reason string
+		var input *foregroundRead
 		switch {
 		case exited:
 			reason = ReasonExited
-		case first && immediate && mt == nil && end > start:
+		case first && w.immediate && mt == nil && w.port == 0 && (ready || end > w.start):
 			reason = ReasonIdle
-		case timedOut:
+			if ready {
+				reason = ReasonPrompt
+			}
+		case w.timedOut:
 			reason = ReasonTimeout
-		case settling && !now.Before(last.Add(ro.idle)):
-			reason = ReasonIdle
-		case !now.Before(deadline):
-			reason = ReasonTimeout
+		case cmdDone:
+			reason = ReasonPrompt
+		case (w.prompt || w.opening) && newPrompt:
+			reason = ReasonPrompt
 		}
-		wake := deadline
+		if reason == "" && w.port != 0 && !now.Before(nextPort) {
+			if s.listensOn(w.port) {
+				reason = ReasonPort
+			}
+			nextPort = time.Now().Add(portCheck)
+		}
+		quietSince := latest(last, s.startedAt)
+		if !freshPrompt {
+			quietSince = latest(quietSince, lastWrite.Add(inputAfterWrite-inputQuiet))
+		}
+		if end != checkedEnd {
+			inputEvery = inputQuiet // something changed: look again soon
+		}
+		if reason == "" && foregroundKnown && !now.Before(quietSince.Add(inputQuiet)) && !now.Before(nextInput) {
+			var redo bool
+			reason, input, redo = s.inputReason(w)
+			checkedEnd = end
+			nextInput = time.Now().Add(inputEvery)
+			inputEvery = min(2*inputEvery, maxInputCheck)
+			if redo {
+				continue // the prompt turned out drawn: look at the state again
+			}
+			switch {
+			case reason == "":
+				heldEnd = -1
+			case heldEnd != end || held.reason != reason:
+				// First seen: hold it, and ask again once the reader has surely put
+				// whatever it read into the buffer.
+				held, heldEnd = waitEnd{reason: reason, input: input}, end
+				reason, input = "", nil
+				nextInput = time.Now().Add(inputConfirm)
+				inputEvery = inputQuiet
+			}
+		}
+		if reason == "" {
+			switch {
+			case settling && !now.Before(last.Add(w.idle)):
+				reason = ReasonIdle
+			case !now.Before(w.deadline):
+				reason = ReasonTimeout
+			}
+		}
+		wake := w.deadline
 		if mt != nil {
 			// Before any other answer the pattern is always checked: matching may be
 			// spaced out to spare the CPU, the answer must not depend on it.
 			due := reason != "" || !now.Before(mt.nextCheck)
 			s.mu.Lock()
-			mt.load(&s.ring, start, due)
+			mt.load(&s.ring, w.start, due)
 			s.mu.Unlock()
 			if mt.check(due) {
-				return ReasonMatched, mt, nil
+				return waitEnd{reason: ReasonMatched, mt: mt}, nil
 			}
 			if mt.unchecked() && mt.nextCheck.Before(wake) {
 				wake = mt.nextCheck
 			}
 		}
 		if reason != "" {
-			return reason, mt, nil
+			return waitEnd{reason: reason, mt: mt, input: input}, nil
 		}
-		if settling && last.Add(ro.idle).Before(wake) {
-			wake = last.Add(ro.idle)
+		if settling {
+			wake = earliest(wake, last.Add(w.idle))
+		}
+		if !settleAt.IsZero() {
+			wake = earliest(wake, settleAt)
+		}
+		if w.port != 0 {
+			wake = earliest(wake, nextPort)
+		}
+		if foregroundKnown {
+			wake = earliest(wake, latest(quietSince.Add(inputQuiet), nextInput))
 		}
 		timer.Reset(time.Until(wake))
 		select {
 		case <-changed:
 		case <-timer.C:
 		case <-ctx.Done():
-			return "", nil, ctx.Err()
+			return waitEnd{}, ctx.Err()
 		}
 	}
+}
+
+// inputReason asks the kernel whether the terminal's foreground process waits for input
+// and says what that means for wait w: "input" for a program asking a question, "prompt"
+// for an integrated shell waiting at its own prompt, "idle" for the first read of a
+// shell that is reading its terminal without having sent a mark (no integration: its
+// prompt is all there is to wait for), or nothing. redo says that it learnt the prompt is
+// drawn, which the caller should look at before anything else.
+func (s *session) inputReason(w waitSpec) (reason string, input *foregroundRead, redo bool) {
+	pid, kind, ok := s.foreground()
+	if !ok {
+		return "", nil, false
+	}
+	if s.kind == kindNone || pid != s.pid {
+		return ReasonInput, &foregroundRead{pid: pid, kind: kind}, false
+	}
+	// The shell itself reads its terminal.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.sh.waitsAtPrompt():
+		if s.sh.drawnAt != s.sh.promptAt {
+			s.sh.drawnAt = s.sh.promptAt
+			return "", nil, true
+		}
+		if w.prompt {
+			return ReasonPrompt, nil, false // text typed at the prompt, a completion shown
+		}
+		return "", nil, false
+	case !s.sh.marks:
+		// No integration after all: its prompt and a question look the same.
+		if w.opening {
+			return ReasonIdle, nil, false
+		}
+		return "", nil, false
+	}
+	// A command of its own reads (read, a continuation line): a question.
+	return ReasonInput, &foregroundRead{pid: pid, kind: kind}, false
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // matcher runs WaitFor over the cleaned text from the read's start to the end of the

@@ -9,9 +9,15 @@ import (
 )
 
 // UnreapedRunners lists the runners other than self that no living runner has reconciled
-// yet, oldest first. Whether each is gone is for the caller to judge (Runner.Live).
+// yet, oldest first, and the reconciled ones that still own an unfinished graph (a runner
+// reconciled while it went on accepting graphs, as one that stalled did before it checked
+// its lease when storing a graph, or one that exited with states it could not record):
+// every unfinished graph must have a live owner or be found here. Whether each is gone is
+// for the caller to judge (Runner.Live).
 func (db *DB) UnreapedRunners(ctx context.Context, self string) ([]Runner, error) {
-	rows, err := db.sql.QueryContext(ctx, runnerSelect+` WHERE reaped_at IS NULL AND id != ? ORDER BY id`, self)
+	rows, err := db.sql.QueryContext(ctx, runnerSelect+` WHERE id != ? AND (reaped_at IS NULL
+		OR EXISTS (SELECT 1 FROM graphs WHERE graphs.runner_id = runners.id AND graphs.finished_at IS NULL))
+		ORDER BY id`, self)
 	if err != nil {
 		return nil, fmt.Errorf("unreaped runners: %w", err)
 	}
@@ -33,16 +39,41 @@ type Takeover struct {
 	Restarted []TaskRow // tasks that were running under the gone runner, now failed
 }
 
+// ErrRenewed reports an adoption given up because the runner judged gone renewed its lease
+// after it was judged: it is alive after all, and keeps its graphs.
+var ErrRenewed = errors.New("the runner renewed its lease after it was judged gone")
+
 // AdoptGraphs moves every unfinished graph of the gone runner to the runner adopter, in one
 // transaction: its running tasks become failed with errorCode code and message, and the
 // graph's runner changes. A graph another runner adopted first is left out, so exactly one
 // runner adopts each graph even when several reconcile at once.
-func (db *DB) AdoptGraphs(ctx context.Context, gone, adopter, code, message string) ([]Takeover, error) {
+//
+// The same transaction marks the gone runner stopped, provided its lease is still the one
+// it was judged by (gone.LeaseExpiresAt) or it is stopped already: a runner that renewed
+// meanwhile keeps its graphs (ErrRenewed), and one that did not can renew no more, so it
+// learns that it lost its lease before it stores another graph. An adopter that is itself
+// stopped adopts nothing (ErrLeaseLost).
+func (db *DB) AdoptGraphs(ctx context.Context, gone Runner, adopter, code, message string) ([]Takeover, error) {
 	var out []Takeover
 	now := millis(time.Now())
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
-		rows, err := tx.QueryContext(ctx, graphSelect+` WHERE runner_id = ? AND finished_at IS NULL ORDER BY id`, gone)
+		var adopterStopped sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT stopped_at FROM runners WHERE id = ?`, adopter).Scan(&adopterStopped); err != nil {
+			return fmt.Errorf("adopter %s: %w", adopter, err)
+		}
+		if adopterStopped.Valid {
+			return fmt.Errorf("adopter %s is stopped: %w", adopter, ErrLeaseLost)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE runners SET stopped_at = COALESCE(stopped_at, ?)
+			WHERE id = ? AND (stopped_at IS NOT NULL OR lease_expires_at = ?)`, now, gone.ID, millis(gone.LeaseExpiresAt))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("runner %s: %w", gone.ID, ErrRenewed)
+		}
+		rows, err := tx.QueryContext(ctx, graphSelect+` WHERE runner_id = ? AND finished_at IS NULL ORDER BY id`, gone.ID)
 		if err != nil {
 			return err
 		}
@@ -57,7 +88,7 @@ func (db *DB) AdoptGraphs(ctx context.Context, gone, adopter, code, message stri
 		}
 		rows.Close()
 		for _, g := range graphs {
-			res, err := tx.ExecContext(ctx, `UPDATE graphs SET runner_id = ?, version = version + 1 WHERE id = ? AND runner_id = ?`, adopter, g.ID, gone)
+			res, err := tx.ExecContext(ctx, `UPDATE graphs SET runner_id = ?, version = version + 1 WHERE id = ? AND runner_id = ?`, adopter, g.ID, gone.ID)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/internal/quote"
 )
 
 // GraphRow is a stored task graph.
@@ -65,8 +67,25 @@ type TaskUpdate struct {
 // InsertGraph stores a graph and all its tasks in one transaction. When g has an
 // idempotency key that an existing graph already holds, nothing is written and the
 // existing graph is returned with created false.
+//
+// The graph's runner must hold its lease (not stopped, lease not expired) when the graph is
+// stored, checked in the same transaction: a runner that stalled past its lease and was
+// judged gone must not accept a graph in the name of an epoch no one will reconcile again
+// (the error is then ErrLeaseLost, and nothing is written).
 func (db *DB) InsertGraph(ctx context.Context, g GraphRow, tasks []TaskRow) (stored GraphRow, created bool, err error) {
 	err = db.write(ctx, func(tx *sql.Tx) error {
+		var stopped sql.NullInt64
+		var lease int64
+		switch err := tx.QueryRowContext(ctx, `SELECT stopped_at, lease_expires_at FROM runners WHERE id = ?`, g.RunnerID).Scan(&stopped, &lease); {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("runner %s: %w", g.RunnerID, ErrNotFound)
+		case err != nil:
+			return err
+		case stopped.Valid:
+			return fmt.Errorf("runner %s is stopped (judged gone by another runner): %w", g.RunnerID, ErrLeaseLost)
+		case lease <= millis(time.Now()):
+			return fmt.Errorf("runner %s did not renew its lease in time: %w", g.RunnerID, ErrLeaseLost)
+		}
 		if g.IdempotencyKey != "" {
 			existing, err := scanGraph(tx.QueryRowContext(ctx, graphSelect+` WHERE idempotency_key = ?`, g.IdempotencyKey))
 			if err == nil {
@@ -170,10 +189,10 @@ func touchGraph(ctx context.Context, tx *sql.Tx, id string, now int64) error {
 func (db *DB) GetGraph(ctx context.Context, id string) (GraphRow, error) {
 	g, err := scanGraph(db.sql.QueryRowContext(ctx, graphSelect+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return GraphRow{}, fmt.Errorf("graph %q: %w", id, ErrNotFound)
+		return GraphRow{}, fmt.Errorf("graph %s: %w", quote.Short(id), ErrNotFound)
 	}
 	if err != nil {
-		return GraphRow{}, fmt.Errorf("graph %q: %w", id, err)
+		return GraphRow{}, fmt.Errorf("graph %s: %w", quote.Short(id), err)
 	}
 	return g, nil
 }
@@ -183,7 +202,7 @@ func (db *DB) GraphVersion(ctx context.Context, id string) (int64, error) {
 	var v int64
 	err := db.sql.QueryRowContext(ctx, `SELECT version FROM graphs WHERE id = ?`, id).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("graph %q: %w", id, ErrNotFound)
+		return 0, fmt.Errorf("graph %s: %w", quote.Short(id), ErrNotFound)
 	}
 	return v, err
 }
@@ -223,7 +242,7 @@ func (db *DB) ListTasks(ctx context.Context, f ListFilter) (tasks []TaskRow, nex
 	if f.Cursor != "" {
 		graphID, seq, ok := parseCursor(f.Cursor)
 		if !ok {
-			return nil, "", fmt.Errorf("cursor %q: %w", f.Cursor, ErrBadCursor)
+			return nil, "", fmt.Errorf("cursor %s: %w", quote.Short(f.Cursor), ErrBadCursor)
 		}
 		where = append(where, "(graph_id < ? OR (graph_id = ? AND seq > ?))")
 		args = append(args, graphID, graphID, seq)
@@ -397,7 +416,7 @@ func (db *DB) GetGraphHead(ctx context.Context, id string) (GraphHead, error) {
 	err := db.sql.QueryRowContext(ctx, `SELECT runner_id, version, finished_at FROM graphs WHERE id = ?`, id).
 		Scan(&h.RunnerID, &h.Version, &finished)
 	if errors.Is(err, sql.ErrNoRows) {
-		return GraphHead{}, fmt.Errorf("graph %q: %w", id, ErrNotFound)
+		return GraphHead{}, fmt.Errorf("graph %s: %w", quote.Short(id), ErrNotFound)
 	}
 	h.Finished = finished.Valid
 	return h, err

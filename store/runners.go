@@ -12,6 +12,13 @@ import (
 // ErrNotFound is returned when a row asked for by id does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrLeaseLost reports a write refused because the runner it is made for no longer holds
+// its lease: another runner judged it gone (it stalled past its lease) and took over its
+// graphs, or it stopped, or its lease ran out before it renewed it. A runner that gets it
+// renews its lease, or registers again as a new runner (Reregister), before it accepts
+// anything more.
+var ErrLeaseLost = errors.New("this runner's lease is lost")
+
 // Runner is one server process serving the workspace.
 type Runner struct {
 	ID string // the runner's epoch
@@ -51,20 +58,81 @@ func (db *DB) RegisterRunner(ctx context.Context, version string, lease time.Dur
 	return r, nil
 }
 
-// RenewLease extends a live runner's lease to lease from now.
+// RenewLease extends a live runner's lease to lease from now. A runner that is stopped
+// (judged gone by another, or reaped) cannot renew: the error is ErrLeaseLost (and
+// ErrNotFound).
 func (db *DB) RenewLease(ctx context.Context, id string, lease time.Duration) error {
-	now := time.Now()
 	return db.write(ctx, func(tx *sql.Tx) error {
+		// The time is read under the write lock: a renewal that waited for the lock must not
+		// record a lease that started while it waited.
+		now := time.Now()
 		res, err := tx.ExecContext(ctx, `UPDATE runners SET heartbeat_at = ?, lease_expires_at = ?
 			WHERE id = ? AND stopped_at IS NULL`, millis(now), millis(now.Add(lease)), id)
 		if err != nil {
 			return fmt.Errorf("renew lease of %s: %w", id, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("renew lease of %s: %w", id, ErrNotFound)
+			return fmt.Errorf("renew lease of %s: %w: %w", id, ErrLeaseLost, ErrNotFound)
 		}
 		return nil
 	})
+}
+
+// Reregister records the calling process as a new runner (a new epoch) in place of old,
+// whose lease it lost, in one transaction with the hand-over: the unfinished graphs old
+// still owns move to the new runner, and so do old's open PTY session rows. Graphs another
+// runner adopted meanwhile are not touched; moved lists the ones that moved. old is left
+// stopped. Every unfinished graph old owns is the calling process's own (it stored them,
+// and its states for them may still be on their way), since a runner stores no graph once
+// it is stopped.
+func (db *DB) Reregister(ctx context.Context, old, version string, lease time.Duration) (r Runner, moved []string, err error) {
+	host, _ := os.Hostname()
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		moved = moved[:0]
+		now := time.Now().UTC()
+		r = Runner{
+			ID:              NewID("r-"),
+			ProcessIdentity: IdentifyProcess(os.Getpid()),
+			Hostname:        host,
+			Version:         version,
+			StartedAt:       now,
+			HeartbeatAt:     now,
+			LeaseExpiresAt:  now.Add(lease),
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runners
+			(id, pid, proc_start, boot_id, hostname, version, started_at, heartbeat_at, lease_expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.Pid, int64(r.ProcStart), r.BootID, r.Hostname, r.Version,
+			millis(r.StartedAt), millis(r.HeartbeatAt), millis(r.LeaseExpiresAt)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runners SET stopped_at = COALESCE(stopped_at, ?) WHERE id = ?`, millis(now), old); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `UPDATE graphs SET runner_id = ?, version = version + 1
+			WHERE runner_id = ? AND finished_at IS NULL RETURNING id`, r.ID, old)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			moved = append(moved, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE sessions SET runner_id = ? WHERE runner_id = ? AND closed_at IS NULL`, r.ID, old)
+		return err
+	})
+	if err != nil {
+		return Runner{}, nil, fmt.Errorf("register again after losing the lease of %s: %w", old, err)
+	}
+	return r, moved, nil
 }
 
 // StopRunner marks a runner as stopped cleanly.

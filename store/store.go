@@ -28,9 +28,22 @@ var migrationFS embed.FS
 // DBFileName is the database's file name inside the state directory.
 const DBFileName = "harness.db"
 
-// busyTimeout is how long SQLite itself waits for another process's write lock. It is long
-// enough that a burst of writes from several runners queues up instead of failing.
-const busyTimeout = 5 * time.Second
+// DefaultBusyTimeout is how long SQLite itself waits for another process's write lock. It
+// is long enough that a burst of writes from several runners queues up instead of failing.
+const DefaultBusyTimeout = 5 * time.Second
+
+// Options tune Open. The zero value is the default.
+type Options struct {
+	// BusyTimeout is how long one attempt at a write waits for another process's write
+	// lock (default DefaultBusyTimeout); a write makes several attempts (see write). Tests
+	// shorten it to hold the lock past it in seconds rather than minutes.
+	BusyTimeout time.Duration
+}
+
+// ErrBusy reports a write given up because another process held the database's write lock
+// for longer than the caller could wait (an operator's sqlite3 shell, a backup, a slow
+// disk). Nothing was written: the same call can be made again.
+var ErrBusy = errors.New("the workspace database is locked by another process")
 
 // ErrSchemaTooNew is returned by Open when the database was migrated by a newer binary.
 var ErrSchemaTooNew = errors.New("database schema is newer than this binary")
@@ -61,6 +74,14 @@ type DB struct {
 // Open opens (creating it if needed, with mode 0600) the database at path and migrates it
 // to the newest schema. It is safe for several processes to open a fresh file at once.
 func Open(ctx context.Context, path string) (*DB, error) {
+	return OpenWith(ctx, path, Options{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, path string, opt Options) (*DB, error) {
+	if opt.BusyTimeout <= 0 {
+		opt.BusyTimeout = DefaultBusyTimeout
+	}
 	// Refuse before touching the file system: a build without the driver must leave no
 	// empty database behind.
 	if err := driverErr(); err != nil {
@@ -74,7 +95,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	// without waiting). The busy timeout is applied before journal_mode, so switching a
 	// fresh file to WAL also waits for a concurrent opener instead of failing.
 	dsn := fmt.Sprintf("file:%s?_foreign_keys=on&_busy_timeout=%d&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate",
-		escapeDSNPath(path), busyTimeout.Milliseconds())
+		escapeDSNPath(path), opt.BusyTimeout.Milliseconds())
 	sqldb, err := sql.Open("sqlite3", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store.Open %s: %w", path, err)
@@ -174,19 +195,26 @@ func (db *DB) migrateStep(ctx context.Context, names []string) (done bool, err e
 const maxBusyRetries = 5
 
 // write runs fn in a BEGIN IMMEDIATE transaction and commits it, retrying the whole
-// transaction when another process held the lock for longer than the busy timeout.
+// transaction when another process held the lock for longer than the busy timeout. A lock
+// held through every attempt, or until ctx ends while waiting for it, is ErrBusy: the
+// caller decides whether to wait longer (the task engine's writer does, for ever) or to
+// answer a retryable error (tasks_run).
 func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	start := time.Now()
 	var err error
 	for attempt := 0; attempt <= maxBusyRetries; attempt++ {
 		err = db.writeOnce(ctx, fn)
-		if !isBusy(err) {
-			return err
-		}
-		if ctx.Err() != nil {
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil && (isBusy(err) || errors.Is(err, ctx.Err())):
+			// The caller stopped waiting while another process held the lock.
+			return fmt.Errorf("%w (waited %s; nothing was written, try again later): %v", ErrBusy, time.Since(start).Round(time.Millisecond), err)
+		case !isBusy(err):
 			return err
 		}
 	}
-	return fmt.Errorf("database stayed busy after %d attempts: %w", maxBusyRetries+1, err)
+	return fmt.Errorf("%w (waited %s over %d attempts; nothing was written, try again later): %v", ErrBusy, time.Since(start).Round(time.Millisecond), maxBusyRetries+1, err)
 }
 
 func (db *DB) writeOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/mcp-harness/mcp-harness/internal/quote"
 )
 
 // StateDirName is the state directory's name inside the workspace unless overridden.
@@ -18,6 +20,15 @@ var ErrOutsideWorkspace = errors.New("outside the workspace")
 // ErrBadDir is returned by Confine for a path inside the workspace that is not an existing
 // directory.
 var ErrBadDir = errors.New("not an existing directory")
+
+// ErrStateDir is returned by Confine for the state directory (or the artifacts directory)
+// or a directory inside it: that is where the database and the logs live, and a command
+// run there with a relative path could clobber them.
+var ErrStateDir = errors.New("is in the server's state directory")
+
+// MaxPathBytes is the longest cwd accepted, in bytes: PATH_MAX, beyond which no path can be
+// opened anyway.
+const MaxPathBytes = 4096
 
 // Workspace is the directory a server works on and where its state lives.
 type Workspace struct {
@@ -119,9 +130,17 @@ func (ws *Workspace) LogsDir() string { return filepath.Join(ws.StateDir, "logs"
 
 // Confine resolves a directory a caller gave (relative to the workspace root, or absolute)
 // and returns its absolute, symlink-free path, refusing with ErrOutsideWorkspace anything
-// that leaves the workspace, by ".." or through a symlink, and with ErrBadDir a path inside
-// it that is not an existing directory. An empty dir is the root.
+// that leaves the workspace, by ".." or through a symlink, with ErrStateDir the state
+// directory and what is inside it, and with ErrBadDir a path inside the workspace that is
+// not an existing directory. An empty dir is the root.
+//
+// The answer holds for the moment of the check: a directory on the path can be swapped for
+// a symlink afterwards. To start a process in a directory, use OpenDir, which pins the
+// directory that was checked.
 func (ws *Workspace) Confine(dir string) (string, error) {
+	if len(dir) > MaxPathBytes {
+		return "", fmt.Errorf("cwd %s: %w (it is %d bytes; a path is at most %d)", quote.Short(dir), ErrBadDir, len(dir), MaxPathBytes)
+	}
 	p := dir
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(ws.Root, p)
@@ -132,20 +151,53 @@ func (ws *Workspace) Confine(dir string) (string, error) {
 		// "../elsewhere" is outside whether or not it exists, and saying "does not exist"
 		// would invite the wrong fix.
 		if !within(ws.Root, p) {
-			return "", fmt.Errorf("cwd %q: %w %s", dir, ErrOutsideWorkspace, ws.Root)
+			return "", fmt.Errorf("cwd %s: %w %s", quote.Short(dir), ErrOutsideWorkspace, ws.Root)
 		}
 		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("cwd %q: %w (it does not exist)", dir, ErrBadDir)
+			return "", fmt.Errorf("cwd %s: %w (it does not exist)", quote.Short(dir), ErrBadDir)
 		}
-		return "", fmt.Errorf("cwd %q: %w: %v", dir, ErrBadDir, err)
+		return "", fmt.Errorf("cwd %s: %w: %v", quote.Short(dir), ErrBadDir, errCause(err))
 	}
-	if !within(ws.Root, resolved) {
-		return "", fmt.Errorf("cwd %q: %w %s (it resolves to %s)", dir, ErrOutsideWorkspace, ws.Root, resolved)
+	if err := ws.check(dir, resolved); err != nil {
+		return "", err
 	}
-	if fi, err := os.Stat(resolved); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("cwd %q: %w (it is a file)", dir, ErrBadDir)
+	switch fi, err := os.Stat(resolved); {
+	case err != nil:
+		return "", fmt.Errorf("cwd %s: %w: %v", quote.Short(dir), ErrBadDir, errCause(err))
+	case !fi.IsDir():
+		return "", fmt.Errorf("cwd %s: %w (it is a file)", quote.Short(dir), ErrBadDir)
 	}
 	return resolved, nil
+}
+
+// check refuses a resolved path that is outside the workspace or in its state. dir is what
+// the caller gave, for the message.
+func (ws *Workspace) check(dir, resolved string) error {
+	if !within(ws.Root, resolved) {
+		return fmt.Errorf("cwd %s: %w %s (it resolves to %s)", quote.Short(dir), ErrOutsideWorkspace, ws.Root, resolved)
+	}
+	for _, state := range []string{ws.StateDir, ws.ArtifactsDir} {
+		if real, err := filepath.EvalSymlinks(state); err == nil {
+			state = real
+		}
+		// A state directory that holds the whole workspace (an odd --state-dir) would
+		// refuse every cwd: there the rule cannot apply.
+		if within(state, resolved) && !within(state, ws.Root) {
+			return fmt.Errorf("cwd %s: %w %s, which holds the database and logs; give a directory of the project outside it",
+				quote.Short(dir), ErrStateDir, state)
+		}
+	}
+	return nil
+}
+
+// errCause is the reason of a failed path operation without the path, which the message
+// already quotes (shortened).
+func errCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // within reports whether path p is root or below it. Both must be clean and absolute.

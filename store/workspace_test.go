@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -21,6 +22,10 @@ func TestWorkspace_Confine(t *testing.T) {
 	mustSymlink(t, outside, filepath.Join(root, "escape"))
 	mustSymlink(t, filepath.Join(root, "link-target-inside"), filepath.Join(root, "inner"))
 	mustSymlink(t, "../..", filepath.Join(root, "src", "up2"))
+	mustSymlink(t, StateDirName+"/logs", filepath.Join(root, "to-state"))
+	if err := os.MkdirAll(filepath.Join(root, "src", StateDirName), 0o755); err != nil {
+		t.Fatal(err)
+	}
 
 	// The workspace is given through a symlink: its root must come out resolved.
 	alias := filepath.Join(t.TempDir(), "alias")
@@ -54,13 +59,22 @@ func TestWorkspace_Confine(t *testing.T) {
 		{name: "missing", cwd: "no/such/dir", err: ErrBadDir},
 		{name: "a file", cwd: "file.txt", err: ErrBadDir},
 		{name: "prefix sibling", cwd: realRoot + "-sibling", err: ErrOutsideWorkspace},
+		{name: "state dir", cwd: StateDirName, err: ErrStateDir},
+		{name: "inside the state dir", cwd: StateDirName + "/logs", err: ErrStateDir},
+		{name: "state dir absolute", cwd: filepath.Join(realRoot, StateDirName, "artifacts"), err: ErrStateDir},
+		{name: "symlink into the state dir", cwd: "to-state", err: ErrStateDir},
+		{name: "state-like sibling", cwd: "src/" + StateDirName, want: filepath.Join(realRoot, "src", StateDirName)},
+		{name: "longer than a path", cwd: strings.Repeat("d/", MaxPathBytes), err: ErrBadDir},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ws.Confine(tt.cwd)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) {
-					t.Fatalf("Confine(%q) = %q, %v; want error %v", tt.cwd, got, err, tt.err)
+					t.Fatalf("Confine(%.80q) = %q, %v; want error %v", tt.cwd, got, err, tt.err)
+				}
+				if len(err.Error()) > 500 {
+					t.Errorf("Confine(%.80q) error is %d bytes: what was sent must be quoted short", tt.cwd, len(err.Error()))
 				}
 				return
 			}

@@ -7,6 +7,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -33,12 +34,26 @@ func (e *Engine) Cancel(ctx context.Context, graphID string, taskIDs []string, g
 	e.mu.Lock()
 	_, local := e.graphs[graphID]
 	e.mu.Unlock()
-	if local {
+	// A graph still in memory that the store says another runner owns was adopted while
+	// this runner stalled: its owner carries out the cancel.
+	if local && snap.Graph.RunnerID == e.RunnerID() {
 		return e.cancelLocal(ctx, graphID, taskIDs, grace, "cancelled by request")
 	}
 	if snap.Graph.FinishedAt == nil {
 		// Another runner's graph: it alone changes its tasks, so ask it through the store.
-		return e.RequestCancel(ctx, graphID, taskIDs, grace)
+		out, err := e.RequestCancel(ctx, graphID, taskIDs, grace)
+		if !errors.Is(err, ErrOwnerGone) {
+			return out, err
+		}
+		// Its runner is gone (it crashed a moment ago): reconcile it now rather than
+		// wait for the next round, and cancel here if that made the graph this runner's.
+		if rerr := e.Reconcile(ctx); rerr != nil {
+			return nil, errors.Join(err, rerr)
+		}
+		if now, serr := e.Snapshot(ctx, graphID); serr != nil || now.Graph.RunnerID != e.RunnerID() {
+			return nil, err // not judged gone yet: it stalled, but not for long enough
+		}
+		return e.cancelLocal(ctx, graphID, taskIDs, grace, "cancelled by request")
 	}
 	return cancelOutcomes(snap, snap, taskIDs, nil), nil
 }
@@ -46,7 +61,13 @@ func (e *Engine) Cancel(ctx context.Context, graphID string, taskIDs []string, g
 // cancelLocal cancels tasks of a graph this runner runs.
 func (e *Engine) cancelLocal(ctx context.Context, graphID string, taskIDs []string, grace time.Duration, reason string) ([]CancelOutcome, error) {
 	var next []launch
-	defer func() { e.launchAll(next) }() // runs after the unlock below
+	// After the unlock below, and apart from the call: a task starts once its running
+	// state is written, and a cancel must not wait on a locked database.
+	defer func() {
+		if len(next) > 0 {
+			go e.launchAll(next)
+		}
+	}()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	g := e.graphs[graphID]

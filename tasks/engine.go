@@ -29,6 +29,7 @@ package tasks
 //	cancel.go    Cancel, of this runner's graphs and (via the store) of others'
 //	remote.go    what reaches this runner through the store: cancel requests, reconcile,
 //	             archiving and retention
+//	lease.go     the runner's epoch and lease: renewal, and registering again once lost
 //
 // Locks and WaitGroups are described once, on Engine.
 
@@ -40,6 +41,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -76,7 +78,7 @@ type Config struct {
 	// Workspace is where tasks run (every cwd is confined to it) and where their logs go.
 	Workspace   *store.Workspace
 	RunnerID    string
-	MaxParallel int // runner-wide cap on running tasks; default runtime.NumCPU()
+	MaxParallel int // runner-wide cap on running tasks, but a graph with none running may start one (scheduleLocked); default runtime.NumCPU()
 	Limits      Limits
 	KillGrace   time.Duration // default DefaultKillGrace
 	Logger      *slog.Logger
@@ -85,6 +87,17 @@ type Config struct {
 	// Retention is how long a finished graph keeps its live logs; after it they are
 	// read from the artifact. 0 = DefaultRetention.
 	Retention time.Duration
+	// Lease is how long the runner's lease runs from each renewal (0 = DefaultLease); the
+	// engine renews it every third of that. StaleAfter is how long past its lease a runner
+	// whose process exists must be silent before this one judges it gone (0 =
+	// DefaultStaleAfter). Tests shorten both.
+	Lease      time.Duration
+	StaleAfter time.Duration
+	// Version is recorded on the runner row of a new epoch (see lease.go).
+	Version string
+	// SubmitWait bounds how long Submit waits for a database another process has locked
+	// before it answers store.ErrBusy (0 = no bound beyond the store's own retries).
+	SubmitWait time.Duration
 }
 
 // DefaultRetention is how long finished graphs keep their live logs.
@@ -96,7 +109,8 @@ const DefaultRetention = 7 * 24 * time.Hour
 // Locking: mu guards graphs, order, running and closed, and all the in-memory state of
 // every graph and task (their rows, ready queues, counters, processes and timers). A
 // method named *Locked is called with mu held. Sends on writes are made with mu held too,
-// so the queue holds every change in the order it happened (see writer.go).
+// so the queue holds every change in the order it happened (see writer.go). epochMu and
+// leaseMu are the runner's identity and lease (see lease.go); epochMu is taken before mu.
 //
 // Goroutines, and who waits for them (all in Close):
 //   - waiters counts task attempts from the moment scheduleLocked takes their slot until
@@ -120,14 +134,40 @@ type Engine struct {
 	running int               // tasks running, runner-wide
 	closed  bool
 
-	writes   chan writeItem
+	writes   *writeQueue
 	changes  *notifier
 	stopBG   context.CancelFunc
-	bg       sync.WaitGroup // watchLoop, spoolLoop
+	bg       sync.WaitGroup // watchLoop, spoolLoop, leaseLoop
 	spoolq   chan string    // finished graphs to archive
 	waiters  sync.WaitGroup // one per running process
 	inflight sync.WaitGroup // Submits past their closed check
 	writer   sync.WaitGroup
+	wrote    chan struct{} // closed when writeLoop ends
+
+	// abandon is closed when the shutdown begins: a task still waiting for its running
+	// state to be recorded is then not started (see launchAll). giveUp is closed when the
+	// writer has had its time too (or an immediate exit was asked for): it then saves what
+	// it could not write for the next runner (see writer.go).
+	abandon     chan struct{}
+	abandonOnce sync.Once
+	giveUp      chan struct{}
+	giveUpOnce  sync.Once
+	// writeCtx is what the writer's transactions run under; cancelWrites ends it when the
+	// writer gives up, so an attempt waiting for the lock ends at once.
+	writeCtx     context.Context
+	cancelWrites context.CancelFunc
+
+	epochMu sync.RWMutex
+	epoch   string // the runner id this engine acts as now; guarded by epochMu
+
+	reconcileMu sync.Mutex    // one Reconcile at a time
+	started     chan struct{} // closed after the reconciliation at start (watchLoop)
+	startedOnce sync.Once
+
+	leaseMu      sync.Mutex
+	renewedAt    time.Time // the last renewal of the lease that succeeded
+	backSince    time.Time // when the lease was last renewed after a lapse
+	renewFailing bool      // renewals fail for a reason other than a lost lease (logged once)
 }
 
 // NewEngine starts an engine. Close stops it.
@@ -144,6 +184,12 @@ func NewEngine(cfg Config) *Engine {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.StaleAfter <= 0 {
+		cfg.StaleAfter = DefaultStaleAfter
+	}
 	shell := "/bin/sh"
 	if p, err := exec.LookPath("bash"); err == nil {
 		shell = p
@@ -153,15 +199,24 @@ func NewEngine(cfg Config) *Engine {
 		cfg:    cfg, log: cfg.Logger, shell: shell,
 		env:     mergeEnv(os.Environ(), taskDefaults),
 		graphs:  map[string]*graph{},
-		writes:  make(chan writeItem, 4096),
+		writes:  newWriteQueue(),
 		spoolq:  make(chan string, 1024),
 		changes: newNotifier(),
+		abandon: make(chan struct{}),
+		giveUp:  make(chan struct{}),
+		wrote:   make(chan struct{}),
+		started: make(chan struct{}),
+		epoch:   cfg.RunnerID,
+		// The runner was registered (or renewed) just before the engine starts.
+		renewedAt: time.Now(),
 	}
+	e.writeCtx, e.cancelWrites = context.WithCancel(context.Background())
 	e.writer.Add(1)
 	go e.writeLoop()
 	bg, stop := context.WithCancel(context.Background())
 	e.stopBG = stop
 	e.bg.Go(func() { e.watchLoop(bg) })
+	e.bg.Go(func() { e.leaseLoop(bg) })
 	if cfg.ArtifactsDir != "" {
 		e.bg.Go(func() { e.spoolLoop(bg) })
 	}
@@ -171,7 +226,9 @@ func NewEngine(cfg Config) *Engine {
 // Close shuts the engine down: pending tasks are recorded cancelled and running ones are
 // stopped (SIGTERM, SIGKILL after the grace) and recorded failed, both with
 // RUNNER_SHUTDOWN, and every state is written before it returns. When ctx ends first,
-// whatever still runs is killed at once.
+// whatever still runs is killed at once; when the database cannot be written by then
+// (another process holds its lock), the states not yet written are saved beside it for the
+// next runner to apply (see writer.go), so Close still returns.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	if e.closed {
@@ -180,15 +237,11 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.closed = true
 	e.stopBG()
-	for _, g := range append([]*graph(nil), e.order...) {
-		for _, t := range g.tasks {
-			switch State(t.row.Status) {
-			case Pending:
-				e.cancelTaskLocked(g, t, CodeRunnerShutdown, "the server shut down before the task started", 0)
-			case Running:
-				e.stopLocked(t, CodeRunnerShutdown, "the server shut down while the task ran", e.cfg.KillGrace)
-			}
-		}
+	// A task picked to start whose process is not started yet is not started at all
+	// (see launchAll): it is recorded cancelled, like the pending ones.
+	e.abandonOnce.Do(func() { close(e.abandon) })
+	for _, g := range slices.Clone(e.order) {
+		e.shutdownGraphLocked(g)
 	}
 	e.mu.Unlock()
 
@@ -209,8 +262,22 @@ func (e *Engine) Close(ctx context.Context) error {
 		<-done
 	}
 	e.bg.Wait()
-	close(e.writes)
-	e.writer.Wait()
+	e.writes.close()
+	writerDone := make(chan struct{})
+	go func() { e.writer.Wait(); close(writerDone) }()
+	select {
+	case <-writerDone:
+	case <-ctx.Done():
+		// Past the deadline the writer still gets a moment, which a database that is not
+		// locked needs to take thousands of states, before it saves them instead.
+		select {
+		case <-writerDone:
+		case <-time.After(finalWriteGrace):
+			e.giveUpWrites()
+			<-writerDone
+		}
+	}
+	e.cancelWrites()
 	e.changes.closeAll()
 	// Archive what finished and is not archived yet, as far as the time allows; what does
 	// not fit is archived by the next runner to start, so running out of time is no error.
@@ -218,6 +285,57 @@ func (e *Engine) Close(ctx context.Context) error {
 		e.log.Warn("archiving at shutdown left work for the next start", "err", err)
 	}
 	return nil
+}
+
+// finalWriteGrace is how long Close lets the writer go on past the shutdown deadline.
+const finalWriteGrace = 300 * time.Millisecond
+
+// Abort records what it can when the process is about to exit at once (a second signal
+// during a shutdown): every running task's process group is killed and the task recorded
+// failed with RUNNER_SHUTDOWN, a task not started yet is recorded cancelled with
+// RUNNER_SHUTDOWN, and the writer has until ctx ends to write them, with everything
+// queued before them, in one go; what it has not written by then it saves for the next
+// runner (see writer.go). Abort waits for nothing else: the caller exits next. Close may
+// be running meanwhile.
+func (e *Engine) Abort(ctx context.Context) {
+	e.mu.Lock()
+	e.closed = true
+	e.abandonOnce.Do(func() { close(e.abandon) })
+	now := time.Now().UTC()
+	for _, g := range slices.Clone(e.order) {
+		for _, t := range g.tasks {
+			if State(t.row.Status) != Running {
+				continue
+			}
+			st := t.row.TaskState
+			st.FinishedAt = &now
+			if t.cmd != nil {
+				syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
+				st.Status = string(Failed)
+				st.ErrorCode, st.Message = strPtr(CodeRunnerShutdown), strPtr("the server was told to exit at once while the task ran: the task was killed")
+			} else { // picked to start, its process not started yet
+				st.Status = string(Cancelled)
+				st.ErrorCode, st.Message = strPtr(CodeRunnerShutdown), strPtr("the server was told to exit at once before the task started")
+			}
+			// Queued as the task's last state; whatever the task's own exit would record
+			// later is refused by the store, since terminal states are final.
+			e.writes.push(writeItem{update: &store.TaskUpdate{GraphID: g.row.ID, TaskID: t.row.ID, TaskState: st}})
+		}
+		e.shutdownGraphLocked(g)
+	}
+	written := e.barrierLocked()
+	e.mu.Unlock()
+	select {
+	case <-written:
+	case <-e.wrote: // Close got there first: everything is written
+	case <-ctx.Done():
+		e.giveUpWrites()
+		select {
+		case <-written:
+		case <-e.wrote:
+		case <-time.After(finalWriteGrace):
+		}
+	}
 }
 
 // LogPath is where a task's log is written, under a workspace's logs directory.

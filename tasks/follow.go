@@ -9,11 +9,13 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/internal/quote"
 )
 
 // This file streams a whole task log to a writer, for a person at a terminal (`mcp-harness
-// tasks logs`): from the live file, following it as the task writes, or from the archive
-// of a graph that expired. The tools read bounded slices instead (Reader.Status).
+// tasks logs`): from the live file or from the archive of a graph that expired; watch.go
+// follows logs as tasks write them. The tools read bounded slices instead (Reader.Status).
 
 // ErrOwnerGone reports a graph whose runner is gone and that no live runner has taken
 // over yet: its unfinished tasks do not move until a server next starts on the workspace.
@@ -24,7 +26,7 @@ var ErrOwnerGone = errors.New("the server process that ran this graph is gone")
 // that never wrote a log writes nothing.
 func (r *Reader) CopyLog(ctx context.Context, snap Snapshot, taskID string, tailLines int, w io.Writer) error {
 	if _, ok := snap.Task(taskID); !ok {
-		return fmt.Errorf("graph %s has no task %q: %w", snap.Graph.ID, taskID, ErrNotFound)
+		return fmt.Errorf("graph %s has no task %s: %w", snap.Graph.ID, quote.Short(taskID), ErrNotFound)
 	}
 	if snap.Graph.ExpiredAt != nil {
 		return r.copyArchivedLog(ctx, snap.Graph.ID, taskID, tailLines, w)
@@ -36,92 +38,6 @@ func (r *Reader) CopyLog(ctx context.Context, snap Snapshot, taskID string, tail
 	}
 	_, err = drainLog(path, offset, w)
 	return err
-}
-
-// FollowLog writes a task's live log to w, from its start or its last tailLines lines
-// (tailLines >= 0), and goes on writing what the task writes until the task is terminal,
-// looking every poll; it returns the task as it ended. A task that has not started yet is
-// waited for. When the graph's runner is gone and no live runner serves the workspace to
-// take it over, the task cannot end, so it stops with ErrOwnerGone instead of waiting for
-// ever. A graph that expired is copied from its archive, once.
-func (r *Reader) FollowLog(ctx context.Context, snap Snapshot, taskID string, tailLines int, w io.Writer, poll time.Duration) (Task, error) {
-	t, ok := snap.Task(taskID)
-	if !ok {
-		return Task{}, fmt.Errorf("graph %s has no task %q: %w", snap.Graph.ID, taskID, ErrNotFound)
-	}
-	if snap.Graph.ExpiredAt != nil {
-		return t, r.copyArchivedLog(ctx, snap.Graph.ID, taskID, tailLines, w)
-	}
-	path := r.LogPath(snap.Graph.ID, taskID)
-	offset, err := tailOffset(path, tailLines)
-	if err != nil {
-		return Task{}, err
-	}
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
-	for {
-		// The state is read before each drain, so once it reads terminal, the drain that
-		// follows has everything the task wrote.
-		status, err := r.taskState(ctx, snap.Graph.ID, taskID)
-		if err != nil {
-			return Task{}, err
-		}
-		n, err := drainLog(path, offset, w)
-		offset += n
-		if err != nil {
-			return Task{}, err
-		}
-		if status.Terminal() {
-			return r.task(ctx, snap.Graph.ID, taskID)
-		}
-		owner, err := r.owner(ctx, snap.Graph.ID)
-		if err != nil {
-			return Task{}, err
-		}
-		if !owner.Live && !r.anyLive(ctx) {
-			// It may have ended just before its server did: look once more.
-			if status, err = r.taskState(ctx, snap.Graph.ID, taskID); err == nil && status.Terminal() {
-				if _, err := drainLog(path, offset, w); err != nil {
-					return Task{}, err
-				}
-				return r.task(ctx, snap.Graph.ID, taskID)
-			}
-			return Task{}, fmt.Errorf("task %s is %s but %w (pid %d) and no other server runs on this workspace; the next server to start here records what became of it",
-				taskID, status, ErrOwnerGone, owner.Pid)
-		}
-		select {
-		case <-ctx.Done():
-			return Task{}, ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
-// taskState reads one task's state, cheaply.
-func (r *Reader) taskState(ctx context.Context, graphID, taskID string) (State, error) {
-	briefs, err := r.db.TaskBriefs(ctx, graphID)
-	if err != nil {
-		return "", err
-	}
-	for _, b := range briefs {
-		if b.ID == taskID {
-			return State(b.Status), nil
-		}
-	}
-	return "", fmt.Errorf("graph %s has no task %q: %w", graphID, taskID, ErrNotFound)
-}
-
-// task reads one task whole.
-func (r *Reader) task(ctx context.Context, graphID, taskID string) (Task, error) {
-	snap, err := r.Snapshot(ctx, graphID)
-	if err != nil {
-		return Task{}, err
-	}
-	t, ok := snap.Task(taskID)
-	if !ok {
-		return Task{}, fmt.Errorf("graph %s has no task %q: %w", graphID, taskID, ErrNotFound)
-	}
-	return t, nil
 }
 
 // owner reads the runner that owns a graph now.

@@ -56,6 +56,13 @@ func newTestEngine(t *testing.T, mutate ...func(*Config)) *testEnv {
 		e.Close(ctx)
 		db.Close()
 	})
+	// The tests set up the runners the engine is to reconcile after it started: its own
+	// reconciliation at start must not catch one half set up.
+	select {
+	case <-e.started:
+	case <-time.After(testWait):
+		t.Fatal("the engine's reconciliation at start did not end")
+	}
 	return &testEnv{e: e, db: db, ws: ws, dir: ws.Root}
 }
 

@@ -1,6 +1,8 @@
 package tasks
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -37,38 +39,119 @@ type LogQuery struct {
 
 // Check refuses a query that makes no sense for a read of n selected tasks (0: all):
 // callers that wait before they read check first, so bad input is refused at once.
+// Values above the maxima are the caller's to clamp (and say so); Check refuses them.
 func (q LogQuery) Check(n int) error {
 	if q.Tail < 0 || q.Tail > MaxLogTail {
-		return fmt.Errorf("%w: logTail must be 0..%d, got %d", ErrInvalid, MaxLogTail, q.Tail)
+		return invalid("logTail must be 0..%d, got %d", MaxLogTail, q.Tail)
 	}
 	if q.Offset == nil {
 		return nil
 	}
 	switch {
 	case n != 1:
-		return fmt.Errorf("%w: logOffset/logLimit page one task's log: give exactly one id in taskIds", ErrInvalid)
+		return invalid("logOffset and logLimit page one task's log; give exactly one id in taskIds")
 	case *q.Offset < 0:
-		return fmt.Errorf("%w: logOffset must be 0 or more, got %d", ErrInvalid, *q.Offset)
+		return invalid("logOffset must be 0 or more, got %d", *q.Offset)
 	case q.Limit < 1 || q.Limit > MaxLogSlice:
-		return fmt.Errorf("%w: logLimit must be 1..%d, got %d", ErrInvalid, MaxLogSlice, q.Limit)
+		return invalid("logLimit must be 1..%d, got %d", MaxLogSlice, q.Limit)
 	}
 	return nil
 }
 
-// readLog reads the part of a task's log that q asks for: from the live log, or from the
-// graph's archive once it expired (its live logs are then gone).
-func (r *Reader) readLog(g Graph, art *Artifact, taskID string, q LogQuery) (LogSlice, error) {
+// readLogs reads the part of each task's log that q asks for: from the live logs, or, once
+// the graph expired (its live logs are then gone), from its archive, in one pass through
+// it. When the archive cannot be read (deleted by hand, or damaged) the logs are left out
+// of the map and gone says why in words: the tasks' states are still worth answering.
+func (r *Reader) readLogs(g Graph, art *Artifact, ids []string, q LogQuery) (logs map[string]LogSlice, gone string, err error) {
+	logs = make(map[string]LogSlice, len(ids))
+	if g.ExpiredAt == nil {
+		for _, id := range ids {
+			var s LogSlice
+			if q.Offset != nil {
+				s, err = ReadLog(r.LogPath(g.ID, id), *q.Offset, q.Limit)
+			} else {
+				s, err = TailLog(r.LogPath(g.ID, id), q.Tail)
+			}
+			if err != nil {
+				return nil, "", fmt.Errorf("read the log of task %s: %w", id, err)
+			}
+			logs[id] = s
+		}
+		return logs, "", nil
+	}
+	if art == nil {
+		return nil, "the graph expired but no archive of its logs is recorded, so its logs are gone", nil
+	}
+	logs, err = readArtifactLogs(art.Path, ids, q)
 	switch {
-	case g.ExpiredAt != nil && art != nil:
-		offset, limit := -q.Tail, q.Tail
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Sprintf("the graph expired and its archive %s is missing, so its logs are gone", art.Path), nil
+	case err != nil:
+		return nil, fmt.Sprintf("the graph expired and its archive %s cannot be read (%v), so its logs are not shown", art.Path, err), nil
+	}
+	return logs, "", nil
+}
+
+// readArtifactLogs reads the slice q asks for of each task's log inside an archive, in one
+// pass: it is compressed, so each read costs up to the end of its slice, and one pass for
+// a page of tasks costs what one read of the last of them would. A task without a log in
+// the archive reads as empty.
+func readArtifactLogs(artifact string, ids []string, q LogQuery) (map[string]LogSlice, error) {
+	want := make(map[string]string, len(ids)) // entry name -> task id
+	out := make(map[string]LogSlice, len(ids))
+	for _, id := range ids {
+		want[logEntry(id)] = id
+		out[id] = LogSlice{Path: artifact + "#" + logEntry(id), EOF: true}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	f, err := os.Open(artifact)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	tr := tar.NewReader(gz)
+	for found := 0; found < len(want); {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		id, ok := want[h.Name]
+		if !ok {
+			continue
+		}
+		found++
+		s := out[id]
+		s.Size = h.Size
+		offset, limit := h.Size-q.Tail, q.Tail
 		if q.Offset != nil {
 			offset, limit = *q.Offset, q.Limit
 		}
-		return ReadArtifactLog(art.Path, taskID, offset, limit)
-	case q.Offset != nil:
-		return ReadLog(r.LogPath(g.ID, taskID), *q.Offset, q.Limit)
+		offset = min(max(offset, 0), h.Size)
+		limit = min(limit, MaxLogSlice, h.Size-offset)
+		if _, err := io.CopyN(io.Discard, tr, offset); err != nil {
+			return nil, err
+		}
+		buf := make([]byte, limit)
+		if _, err := io.ReadFull(tr, buf); err != nil {
+			return nil, err
+		}
+		s.Offset, s.Text, s.NextOffset = offset, string(buf), offset+limit
+		s.EOF = s.NextOffset >= h.Size
+		if q.Offset == nil && s.Offset > 0 {
+			s = startAtRune(s)
+		}
+		out[id] = s
 	}
-	return TailLog(r.LogPath(g.ID, taskID), q.Tail)
+	return out, nil
 }
 
 // ReadLog reads up to limit bytes of the log at path from offset. It seeks and reads only
@@ -124,12 +207,17 @@ func TailLog(path string, n int64) (LogSlice, error) {
 	if err != nil || start == 0 {
 		return s, err
 	}
-	// Skip at most 3 continuation bytes: a UTF-8 sequence is at most 4 bytes long.
+	return startAtRune(s), nil
+}
+
+// startAtRune drops the continuation bytes a tail may start with (at most 3: a UTF-8
+// sequence is at most 4 bytes long), so the text does not open with half a character.
+func startAtRune(s LogSlice) LogSlice {
 	skip := 0
 	for skip < 3 && skip < len(s.Text) && !utf8.RuneStart(s.Text[skip]) {
 		skip++
 	}
 	s.Text = s.Text[skip:]
 	s.Offset += int64(skip)
-	return s, nil
+	return s
 }

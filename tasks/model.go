@@ -275,21 +275,31 @@ type Artifact struct {
 	SHA256 string `json:"sha256"`
 }
 
-// TaskStatus is one task in tasks_status: its state, times and a slice of its log.
+// TaskStatus is one task in tasks_status: its state, times and a slice of its log. Log
+// is null when the log cannot be read any more (an expired graph whose archive is gone).
+// OmittedDeps counts the ids left out of DependsOn to fit the result (see fit.go).
 type TaskStatus struct {
 	TaskHead
 	TaskTimes
-	Log *LogSlice `json:"log"`
+	Log         *LogSlice `json:"log"`
+	OmittedDeps int       `json:"omittedDeps"`
 }
 
-// StatusReport is the tasks_status result: a graph, its progress, and the selected tasks
-// in submitted order.
+// StatusReport is the tasks_status result: a graph, its progress, its runner, and a page
+// of the selected tasks, failed first, then running, then the rest in submitted order.
+// OmittedTasks counts the selected tasks not on this page; NextCursor reads the next page
+// and is nil on the last one. Notes say in words what was left out or cut to fit and how
+// to get it; adapters show them (they are not part of the JSON).
 type StatusReport struct {
 	GraphHead
-	Expired  bool         `json:"expired"`
-	Artifact *Artifact    `json:"artifact"`
-	Progress Progress     `json:"progress"`
-	Tasks    []TaskStatus `json:"tasks"`
+	Expired      bool         `json:"expired"`
+	Artifact     *Artifact    `json:"artifact"`
+	Progress     Progress     `json:"progress"`
+	Tasks        []TaskStatus `json:"tasks"`
+	OmittedTasks int          `json:"omittedTasks"`
+	NextCursor   *string      `json:"nextCursor"`
+	Runner       RunnerRef    `json:"runner"`
+	Notes        []string     `json:"-"`
 }
 
 // GraphSummary is one graph in tasks_list.
@@ -309,14 +319,25 @@ type ListedTask struct {
 	TaskTimes
 }
 
-// RunnerInfo is the server process that owns a graph; Live is false once it stopped, its
-// lease ran out or its process is gone.
+// RunnerRef names the server process that owns a graph; Live is false once it stopped,
+// its lease ran out or its process is gone.
+type RunnerRef struct {
+	ID   string `json:"id"`
+	Pid  int    `json:"pid"`
+	Live bool   `json:"live"`
+}
+
+// RunnerInfo is a graph's runner as the operator CLI shows it: a RunnerRef and the host
+// it runs on.
 type RunnerInfo struct {
 	ID       string `json:"id"`
 	Pid      int    `json:"pid"`
 	Hostname string `json:"hostname"`
 	Live     bool   `json:"live"`
 }
+
+// Ref is the runner as tasks_status names it.
+func (r RunnerInfo) Ref() RunnerRef { return RunnerRef{ID: r.ID, Pid: r.Pid, Live: r.Live} }
 
 // Overview is a graph as the operator CLI lists it: its head, how long it has run, its
 // progress and the process that runs it.
@@ -352,9 +373,12 @@ type CancelOutcome struct {
 }
 
 // CancelReport is the result of a cancel: the tasks concerned, in submitted order.
+// OmittedTasks counts the outcomes left out to fit a bounded result (FitCancel); the CLI
+// shows them all.
 type CancelReport struct {
-	GraphID string          `json:"graphId"`
-	Tasks   []CancelOutcome `json:"tasks"`
+	GraphID      string          `json:"graphId"`
+	Tasks        []CancelOutcome `json:"tasks"`
+	OmittedTasks int             `json:"omittedTasks"`
 }
 
 // orEmpty turns a nil slice into an empty one, so it encodes as [] rather than null.

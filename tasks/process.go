@@ -92,9 +92,23 @@ func (e *Engine) start(g *graph, t *task) []launch {
 func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
 	// A runner that stalled past its lease may have had its graphs adopted meanwhile: the
 	// adopter runs them now, so starting a task here would run it twice.
-	if owner, err := e.cfg.DB.GetGraphHead(context.Background(), g.row.ID); err == nil && owner.RunnerID != e.cfg.RunnerID {
+	// The epoch is held for the check, so that a change of epoch (lease.go) that moves the
+	// graph to the new one is not mistaken for an adoption.
+	e.epochMu.RLock()
+	owner, err := e.cfg.DB.GetGraphHead(context.Background(), g.row.ID)
+	adopted := err == nil && owner.RunnerID != e.epoch
+	e.epochMu.RUnlock()
+	if adopted {
 		return nil, errAdopted
 	}
+	// The cwd was checked when the graph was submitted, but the directory may have been
+	// swapped since (by an earlier task, say) for a symlink out of the workspace: check it
+	// again now, and have the child enter the very directory checked.
+	dir, err := e.cfg.Workspace.OpenDir(t.row.Cwd)
+	if err != nil {
+		return nil, fmt.Errorf("cannot enter the working directory: %v", err)
+	}
+	defer dir.Close() // the child is in it once started
 	logFile, err := os.OpenFile(e.LogPath(g.row.ID, t.row.ID), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the log: %v", err)
@@ -104,7 +118,7 @@ func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
 		fmt.Fprintf(logFile, "\n--- mcp-harness: attempt %d of %d ---\n", t.row.Attempt, t.row.Retries+1)
 	}
 	cmd := exec.Command(e.shell, "-c", t.row.Command)
-	cmd.Dir = t.row.Cwd
+	cmd.Dir = dir.ExecPath()
 	// The marker lets a later runner find every process of this task, grandchildren
 	// included, even if this runner dies before it records the task's pid.
 	cmd.Env = append(mergeEnv(e.env, t.row.Env), taskMarker(g.row.ID, t.row.ID))
@@ -218,6 +232,9 @@ func (e *Engine) exitedLocked(g *graph, t *task, ps *os.ProcessState) {
 			name := signalName(ws.Signal())
 			o.signal = &name
 		}
+	}
+	if o.code == CodeExitNonzero || o.code == CodeSignaled {
+		o.message += logFault(e.LogPath(g.row.ID, t.row.ID), ws) // a full disk, say (logfault.go)
 	}
 	if o.state == Failed && o.code != CodeRunnerShutdown && t.row.Attempt <= t.row.Retries && !e.closed {
 		msg := fmt.Sprintf("attempt %d %s; retrying", t.row.Attempt, o.message)

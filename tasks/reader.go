@@ -2,11 +2,15 @@ package tasks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/internal/jsonsize"
+	"github.com/mcp-harness/mcp-harness/internal/quote"
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
@@ -67,7 +71,7 @@ func (r *Reader) Snapshot(ctx context.Context, graphID string) (Snapshot, error)
 	// unfinished graph.
 	rows, err := r.db.GraphTasks(ctx, graphID)
 	if err != nil {
-		return Snapshot{}, err
+		return Snapshot{}, fmt.Errorf("read the tasks of graph %s: %w", graphID, err)
 	}
 	g, err := r.graph(ctx, graphID)
 	if err != nil {
@@ -79,16 +83,19 @@ func (r *Reader) Snapshot(ctx context.Context, graphID string) (Snapshot, error)
 func (r *Reader) graph(ctx context.Context, graphID string) (Graph, error) {
 	g, err := r.db.GetGraph(ctx, graphID)
 	if errors.Is(err, store.ErrNotFound) {
-		return Graph{}, fmt.Errorf("graph %q: %w", graphID, ErrNotFound)
+		return Graph{}, notFound("no graph %s in this workspace", quote.Short(graphID))
 	}
-	return graphOf(g), err
+	if err != nil {
+		return Graph{}, fmt.Errorf("read graph %s: %w", graphID, err)
+	}
+	return graphOf(g), nil
 }
 
 // checkTaskIDs refuses ids that are not tasks of snap.
 func checkTaskIDs(snap Snapshot, ids []string) error {
 	for _, id := range ids {
 		if _, ok := snap.Task(id); !ok {
-			return fmt.Errorf("graph %s has no task %q: %w", snap.Graph.ID, id, ErrNotFound)
+			return notFound("graph %s has no task %s", snap.Graph.ID, quote.Short(id))
 		}
 	}
 	return nil
@@ -99,17 +106,38 @@ func selected(ids []string, id string) bool {
 	return len(ids) == 0 || slices.Contains(ids, id)
 }
 
-// Status is a graph as tasks_status shows it: its head and progress and, for each task
-// in taskIDs (every task when empty), its state, times and the slice of its log q asks
-// for, from the live log or, once the graph expired, from its archive. An unknown task id
-// is ErrNotFound.
-func (r *Reader) Status(ctx context.Context, snap Snapshot, taskIDs []string, q LogQuery) (StatusReport, error) {
-	if err := checkTaskIDs(snap, taskIDs); err != nil {
+// StatusQuery says what Status reports.
+type StatusQuery struct {
+	TaskIDs  []string // the tasks to report; every task when empty
+	Log      LogQuery // the slice of each task's log
+	Cursor   string   // the NextCursor of the previous page; "" for the first
+	MaxBytes int      // the report's budget as JSON (see fit.go); 0 = DefaultMaxResult
+}
+
+// Status is a graph as tasks_status shows it: its head, progress and runner and, for the
+// tasks q selects, their states, times and the slices of their logs q asks for, from the
+// live logs or, once the graph expired, from its archive (when the archive is gone, the
+// logs are null and a note says so). The tasks come failed first, then running, then the
+// rest in submitted order, as many as fit q.MaxBytes: log tails shrink to fit before any
+// task is left out (fit.go). An unknown task id is ErrNotFound.
+//
+// A cursor names a place in that order, so the pages of a finished graph hold every task
+// once; on a running graph each page shows the states as they are when it is read, and a
+// task whose state changes between pages may show twice or not at all (the progress
+// counts are always whole).
+func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (StatusReport, error) {
+	if err := checkTaskIDs(snap, q.TaskIDs); err != nil {
 		return StatusReport{}, err
 	}
-	if err := q.Check(len(taskIDs)); err != nil {
+	if err := q.Log.Check(len(q.TaskIDs)); err != nil {
 		return StatusReport{}, err
 	}
+	after, err := parsePagePos("tasks_status", q.Cursor)
+	if err != nil {
+		return StatusReport{}, err
+	}
+	limit := budget(q.MaxBytes)
+	now := time.Now()
 	p := snap.Progress()
 	out := StatusReport{GraphHead: snap.Graph.Head(p), Expired: snap.Graph.ExpiredAt != nil, Progress: p, Tasks: []TaskStatus{}}
 	art, err := r.db.GetArtifact(ctx, snap.Graph.ID)
@@ -117,54 +145,266 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, taskIDs []string, q 
 	case err == nil:
 		out.Artifact = &Artifact{Path: art.Path, Bytes: art.Bytes, SHA256: art.SHA256}
 	case !errors.Is(err, store.ErrNotFound):
+		return StatusReport{}, fmt.Errorf("read the graph's archive record: %w", err)
+	}
+	if out.Runner, err = r.runnerRef(ctx, snap.Graph.RunnerID, now); err != nil {
 		return StatusReport{}, err
 	}
-	now := time.Now()
-	for _, t := range snap.Tasks {
-		if !selected(taskIDs, t.ID) {
-			continue
+	todo := ordered(snap.Tasks, q.TaskIDs, after)
+
+	// Choose the page by the tasks' sizes without log text, the head sized with the
+	// largest counts and cursor it can carry.
+	head := out
+	head.OmittedTasks = len(todo)
+	head.NextCursor = &[]string{pagePos{2, len(snap.Tasks)}.String()}[0]
+	used := jsonSize(head)
+	itemMax := limit / 4
+	logPath := func(id string) string {
+		if out.Expired && out.Artifact != nil {
+			return out.Artifact.Path + "#" + logEntry(id)
 		}
-		slice, err := r.readLog(snap.Graph, out.Artifact, t.ID, q)
-		if err != nil {
-			return StatusReport{}, err
+		return r.LogPath(snap.Graph.ID, id)
+	}
+	var page []TaskStatus
+	cutDeps := 0
+	for _, t := range todo {
+		item := TaskStatus{TaskHead: t.Head(), TaskTimes: t.Times(now),
+			Log: &LogSlice{Path: logPath(t.ID), Size: 1 << 40, Offset: 1 << 40, NextOffset: 1 << 40}}
+		deps := item.DependsOn
+		size := func(n int) int {
+			item.DependsOn, item.OmittedDeps = cutList(deps, n)
+			if item.OmittedDeps > 0 {
+				item.OmittedDeps = len(deps) // sized with the widest count
+			}
+			return jsonSize(item)
 		}
-		out.Tasks = append(out.Tasks, TaskStatus{TaskHead: t.Head(), TaskTimes: t.Times(now), Log: &slice})
+		n := fitLists(len(deps), itemMax, size)
+		s := size(n) + 1 // and a comma
+		if used+s > limit && len(page) > 0 {
+			break
+		}
+		if item.DependsOn, item.OmittedDeps = cutList(deps, n); item.OmittedDeps > 0 {
+			cutDeps++
+		}
+		used += s
+		page = append(page, item)
+	}
+	omitted := len(todo) - len(page)
+
+	// Logs: the slices asked for, or none once tasks are left out (a page that is full
+	// without them has no room to share). Nothing past the budget could be shown (a byte of
+	// log takes a byte of JSON or more), so nothing past it is read.
+	lq := q.Log
+	lq.Tail, lq.Limit = min(lq.Tail, int64(limit)), min(lq.Limit, int64(limit))
+	if omitted > 0 && lq.Offset == nil {
+		lq.Tail = 0
+	}
+	ids := make([]string, len(page))
+	for i, t := range page {
+		ids[i] = t.ID
+	}
+	logs, gone, err := r.readLogs(snap.Graph, out.Artifact, ids, lq)
+	if err != nil {
+		return StatusReport{}, err
+	}
+	for i := range page {
+		if s, ok := logs[page[i].ID]; ok {
+			page[i].Log = &s
+		} else {
+			page[i].Log = nil
+		}
+	}
+	out.Tasks = page
+	setPage := func() {
+		omitted = len(todo) - len(out.Tasks)
+		out.OmittedTasks, out.NextCursor = omitted, nil
+		if omitted > 0 {
+			last := out.Tasks[len(out.Tasks)-1]
+			c := pagePos{rank(last.Status), snap.seqOf(last.ID)}.String()
+			out.NextCursor = &c
+		}
+	}
+	setPage()
+	logCap := shrinkLogs(&out, limit, q.Log.Offset != nil)
+
+	// The page was chosen with room to spare; should the exact report still not fit (a
+	// log path longer than the placeholder numbers allowed for), leave out its last tasks.
+	for jsonSize(out) > limit && len(out.Tasks) > 1 {
+		out.Tasks = out.Tasks[:len(out.Tasks)-1]
+		setPage()
+	}
+
+	// Say what was left out, and how to get it.
+	if omitted > 0 {
+		next := "pass cursor " + strconv.Quote(*out.NextCursor) + " for the next page"
+		out.Notes = append(out.Notes, fmt.Sprintf("%s of %d not shown: the result is limited to %s; %s, or name the tasks you want with taskIds.",
+			plural(omitted, "task"), len(todo), sizeText(limit), next))
+		if lq.Tail == 0 && q.Log.Tail > 0 {
+			msg := "Logs are left out when not every task fits; ask for fewer tasks with taskIds to read them"
+			if failed := failedIDs(out.Tasks, 5); len(failed) > 0 {
+				msg += ", e.g. taskIds " + jsonList(failed) + " (failed)"
+			}
+			out.Notes = append(out.Notes, msg+".")
+		}
+	}
+	if logCap >= 0 {
+		if q.Log.Offset != nil {
+			out.Notes = append(out.Notes, fmt.Sprintf("The log page was cut to %s to fit the result; go on from nextOffset.", plural(logCap, "byte")))
+		} else {
+			out.Notes = append(out.Notes, fmt.Sprintf("Log tails were cut to at most %s each to fit the result; ask for fewer tasks with taskIds, or page one task's log with logOffset.", plural(logCap, "byte")))
+		}
+	}
+	if cutDeps > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("The dependsOn list of %s was cut to fit (omittedDeps counts what is missing); `mcp-harness tasks status %s --json` in a shell prints it whole.",
+			plural(cutDeps, "task"), snap.Graph.ID))
+	}
+	if gone != "" {
+		out.Notes = append(out.Notes, "Logs: "+gone+".")
 	}
 	return out, nil
 }
 
+// shrinkLogs cuts the log texts of a report that does not fit max to one cap each, the
+// largest that fits (the shortest texts stay whole): tails lose their start, a page of one
+// log its end. It returns the cap, or -1 when nothing was cut.
+func shrinkLogs(out *StatusReport, limit int, paging bool) int {
+	var texts []int
+	var logs []*LogSlice
+	for i := range out.Tasks {
+		if l := out.Tasks[i].Log; l != nil && l.Text != "" {
+			texts = append(texts, jsonsize.String(l.Text)-2)
+			logs = append(logs, l)
+		}
+	}
+	if len(logs) == 0 {
+		return -1
+	}
+	saved := make([]string, len(logs))
+	for i, l := range logs {
+		saved[i], l.Text = l.Text, ""
+	}
+	room := limit - jsonSize(out)
+	total := 0
+	for _, n := range texts {
+		total += n
+	}
+	if total <= room {
+		for i, l := range logs {
+			l.Text = saved[i]
+		}
+		return -1
+	}
+	offsets := make([]int64, len(logs))
+	for i, l := range logs {
+		offsets[i] = l.Offset
+	}
+	c := jsonsize.Level(texts, room)
+	for {
+		for i, l := range logs {
+			if paging {
+				l.Text = jsonsize.Head(saved[i], c)
+				l.NextOffset = l.Offset + int64(len(l.Text))
+				l.EOF = l.NextOffset >= l.Size
+				continue
+			}
+			kept, cut := jsonsize.Tail(saved[i], c)
+			l.Text, l.Offset = kept, offsets[i]+int64(cut)
+		}
+		// The cut changes numbers beside the texts (a page's eof turns false, an offset
+		// grows a digit): take what they added off the cap.
+		over := jsonSize(out) - limit
+		if over <= 0 || c == 0 {
+			return c
+		}
+		c = max(c-max(over/len(logs), 1), 0)
+	}
+}
+
+// seqOf is the submitted place of a task of s.
+func (s Snapshot) seqOf(id string) int {
+	t, _ := s.Task(id)
+	return t.Seq
+}
+
+// runnerRef reads a graph's runner; one whose record is gone is named, not live.
+func (r *Reader) runnerRef(ctx context.Context, id string, now time.Time) (RunnerRef, error) {
+	ri, err := r.Runner(ctx, id, now)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return RunnerRef{ID: id}, nil
+	case err != nil:
+		return RunnerRef{}, fmt.Errorf("read the graph's runner: %w", err)
+	}
+	return ri.Ref(), nil
+}
+
+// failedIDs lists up to n ids of failed tasks.
+func failedIDs(ts []TaskStatus, n int) []string {
+	var ids []string
+	for _, t := range ts {
+		if t.Status == Failed && len(ids) < n {
+			ids = append(ids, t.ID)
+		}
+	}
+	return ids
+}
+
+// jsonList writes ids as a JSON array, the way a caller passes them back.
+func jsonList(ids []string) string {
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+// sizeText writes a byte budget for a sentence: "32 KiB".
+func sizeText(n int) string {
+	if n%1024 == 0 {
+		return strconv.Itoa(n/1024) + " KiB"
+	}
+	return plural(n, "byte")
+}
+
 // ListQuery selects tasks for List.
 type ListQuery struct {
-	Status  State  // "" = any
-	GraphID string // "" = every graph
-	Limit   int    // 0 = DefaultListLimit
-	Cursor  string // NextCursor of the previous page
+	Status   State  // "" = any
+	GraphID  string // "" = every graph
+	Limit    int    // 0 = DefaultListLimit
+	Cursor   string // NextCursor of the previous page
+	MaxBytes int    // the page's budget as JSON (see fit.go); 0 = DefaultMaxResult
 }
 
 // Bounds of a List page.
 const (
 	DefaultListLimit = 50
 	MaxListLimit     = 1000
+	// MaxCursorBytes is far longer than any cursor List hands out (a graph id and a
+	// number): a longer one is refused before it reaches the store.
+	MaxCursorBytes = 200
 )
 
 // ListReport is a page of the workspace's tasks, newest graph first and each graph's
 // tasks in submitted order, with summaries of the graphs on the page. NextCursor is nil on
-// the last page.
+// the last page. Notes say in words when the page was cut to fit (adapters show them; they
+// are not part of the JSON).
 type ListReport struct {
 	Tasks      []ListedTask   `json:"tasks"`
 	Graphs     []GraphSummary `json:"graphs"`
 	NextCursor *string        `json:"nextCursor"`
+	Notes      []string       `json:"-"`
 }
 
-// List reads a page of every task in the workspace, whichever runner ran it. The graph
-// summaries come from a count per graph, so a page costs what its graphs hold, not the
-// workspace.
+// List reads a page of every task in the workspace, whichever runner ran it: up to
+// q.Limit tasks, fewer when they do not fit q.MaxBytes. The graph summaries come from a
+// count per graph, so a page costs what its graphs hold, not the workspace.
 func (r *Reader) List(ctx context.Context, q ListQuery) (ListReport, error) {
 	if q.Status != "" && !slices.Contains(States, q.Status) {
-		return ListReport{}, fmt.Errorf("%w: status must be one of %v, got %q", ErrInvalid, States, q.Status)
+		return ListReport{}, invalid("status must be one of %v, got %s", States, quote.Short(string(q.Status)))
 	}
 	if q.Limit < 0 || q.Limit > MaxListLimit {
-		return ListReport{}, fmt.Errorf("%w: limit must be 1..%d, got %d", ErrInvalid, MaxListLimit, q.Limit)
+		return ListReport{}, invalid("limit must be 1..%d, got %d", MaxListLimit, q.Limit)
+	}
+	if len(q.Cursor) > MaxCursorBytes {
+		return ListReport{}, invalid("cursor %s is %d bytes, longer than any cursor tasks_list returns; pass the nextCursor of the previous page, or none for the first page",
+			quote.Short(q.Cursor), len(q.Cursor))
 	}
 	f := store.ListFilter{GraphID: q.GraphID, Limit: orDefault(q.Limit, DefaultListLimit), Cursor: q.Cursor}
 	if q.Status != "" {
@@ -172,10 +412,10 @@ func (r *Reader) List(ctx context.Context, q ListQuery) (ListReport, error) {
 	}
 	rows, next, err := r.db.ListTasks(ctx, f)
 	if errors.Is(err, store.ErrBadCursor) {
-		return ListReport{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return ListReport{}, invalid("cursor %s is not one tasks_list returned; pass the nextCursor of the previous page, or none for the first page", quote.Short(q.Cursor))
 	}
 	if err != nil {
-		return ListReport{}, err
+		return ListReport{}, fmt.Errorf("list the tasks: %w", err)
 	}
 	out := ListReport{Tasks: make([]ListedTask, 0, len(rows)), Graphs: []GraphSummary{}}
 	if next != "" {
@@ -203,6 +443,40 @@ func (r *Reader) List(ctx context.Context, q ListQuery) (ListReport, error) {
 		p := progressOfCounts(counts[id])
 		out.Graphs = append(out.Graphs, GraphSummary{GraphHead: g.Head(p), Expired: g.ExpiredAt != nil, Progress: p})
 	}
+	limit := budget(q.MaxBytes)
+	if jsonSize(out) <= limit {
+		return out, nil
+	}
+	// Too large: keep the tasks (and their graphs' summaries) that fit, and ask the store
+	// for the cursor after the last of them.
+	head := ListReport{Tasks: []ListedTask{}, Graphs: []GraphSummary{}, NextCursor: &[]string{rows[len(rows)-1].GraphID + ".999999"}[0]}
+	used := jsonSize(head)
+	shown := map[string]bool{}
+	k := 0
+	for _, t := range out.Tasks {
+		s := jsonSize(t) + 1
+		if !shown[t.GraphID] {
+			s += jsonSize(out.Graphs[slices.IndexFunc(out.Graphs, func(g GraphSummary) bool { return g.GraphID == t.GraphID })]) + 1
+		}
+		if used+s > limit && k > 0 {
+			break
+		}
+		used += s
+		shown[t.GraphID] = true
+		k++
+	}
+	f.Limit = k
+	if _, next, err = r.db.ListTasks(ctx, f); err != nil {
+		return ListReport{}, fmt.Errorf("list the tasks: %w", err)
+	}
+	out.Tasks = out.Tasks[:k]
+	out.Graphs = slices.DeleteFunc(out.Graphs, func(g GraphSummary) bool { return !shown[g.GraphID] })
+	out.NextCursor = nil
+	if next != "" {
+		out.NextCursor = &next
+	}
+	out.Notes = append(out.Notes, fmt.Sprintf("The page holds %s instead of %d: the result is limited to %s; pass nextCursor for the rest.",
+		plural(k, "task"), len(rows), sizeText(limit)))
 	return out, nil
 }
 
@@ -230,11 +504,11 @@ const graphBatch = 100
 func (r *Reader) Graphs(ctx context.Context, q GraphQuery) ([]Overview, bool, error) {
 	for _, s := range q.States {
 		if !slices.Contains(GraphStates, s) {
-			return nil, false, fmt.Errorf("%w: a graph's status is one of %v, got %q", ErrInvalid, GraphStates, s)
+			return nil, false, invalid("a graph's status is one of %v, got %s", GraphStates, quote.Short(string(s)))
 		}
 	}
 	if q.Limit < 1 {
-		return nil, false, fmt.Errorf("%w: limit must be 1 or more, got %d", ErrInvalid, q.Limit)
+		return nil, false, invalid("limit must be 1 or more, got %d", q.Limit)
 	}
 	now := time.Now()
 	runners := map[string]RunnerInfo{}

@@ -2,16 +2,17 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
-// reconcileEvery is how often a live runner looks for runners that are gone. A runner is
-// gone once its lease (renewed every few seconds) has expired or its process has died, so
-// looking much more often would find nothing new.
-const reconcileEvery = 5 * time.Second
+// reconcileEvery is how often a live runner looks for runners that are gone: every third
+// of the lease (5 s by default). A runner is gone once its lease (renewed as often) has
+// expired or its process has died, so looking much more often would find nothing new.
+func (e *Engine) reconcileEvery() time.Duration { return e.cfg.Lease / 3 }
 
 // Reconcile puts right what runners that are gone left behind, so that nothing is silently
 // lost and nothing runs on unobserved:
@@ -23,13 +24,30 @@ const reconcileEvery = 5 * time.Second
 //   - their PTY sessions' processes are killed and the session rows closed.
 //
 // A runner counts as gone only when its lease expired or its process is provably dead: a
-// different runner alone is not gone, since another client's server may be alive.
+// different runner alone is not gone, since another client's server may be alive. Before
+// a runner files states of a gone one, it applies the states that one saved because it
+// could not write them before it exited (store.ApplyUnrecorded).
+//
+// A runner that finds itself judged gone (it stalled) registers again as a new runner
+// before it reconciles anyone (see lease.go).
 func (e *Engine) Reconcile(ctx context.Context) error {
-	runners, err := e.cfg.DB.UnreapedRunners(ctx, e.cfg.RunnerID)
+	// One pass at a time: a caller that reconciles (Cancel does, for a graph whose owner
+	// it finds gone) then finds what any pass adopted in memory.
+	e.reconcileMu.Lock()
+	defer e.reconcileMu.Unlock()
+	self, err := e.cfg.DB.GetRunner(ctx, e.RunnerID())
 	if err != nil {
 		return err
 	}
-	self, err := e.cfg.DB.GetRunner(ctx, e.cfg.RunnerID)
+	if self.StoppedAt != nil {
+		if err := e.keepLease(ctx); err != nil {
+			return err
+		}
+		if self, err = e.cfg.DB.GetRunner(ctx, e.RunnerID()); err != nil {
+			return err
+		}
+	}
+	runners, err := e.cfg.DB.UnreapedRunners(ctx, self.ID)
 	if err != nil {
 		return err
 	}
@@ -45,16 +63,11 @@ func (e *Engine) Reconcile(ctx context.Context) error {
 	return nil
 }
 
-// staleAfter is how long past its lease a runner whose process still exists must stay
-// silent before it counts as gone. A process that exists but does not renew its lease has
-// stalled (stopped, or the machine slept); when the machine wakes, every lease on it has
-// expired at once, and a runner that wakes a moment before another must not take over
-// graphs whose runner is about to renew.
-const staleAfter = 30 * time.Second
-
 // gone judges whether runner r is gone, as seen by this runner (self): stopped, or its
-// process dead, or silent for staleAfter past its lease while this runner's own lease is
-// current (a runner that has itself just woken up judges nobody by silence).
+// process dead, or silent for StaleAfter (see DefaultStaleAfter) past its lease while this
+// runner's own lease is current and has been for a whole lease (a runner that has itself
+// just woken up, or waited out a lock on the database that kept every runner from
+// renewing, judges nobody by silence until the others have had time to renew).
 func (e *Engine) gone(r, self store.Runner, now time.Time) bool {
 	switch {
 	case r.StoppedAt != nil, !r.Alive():
@@ -62,8 +75,8 @@ func (e *Engine) gone(r, self store.Runner, now time.Time) bool {
 	case now.Before(r.LeaseExpiresAt):
 		return false
 	}
-	selfCurrent := self.StoppedAt == nil && now.Before(self.LeaseExpiresAt)
-	return selfCurrent && now.Sub(r.LeaseExpiresAt) > staleAfter
+	selfCurrent := self.StoppedAt == nil && now.Before(self.LeaseExpiresAt) && e.judgesBySilence(now)
+	return selfCurrent && now.Sub(r.LeaseExpiresAt) > e.cfg.StaleAfter
 }
 
 func (e *Engine) reap(ctx context.Context, r store.Runner) error {
@@ -73,11 +86,50 @@ func (e *Engine) reap(ctx context.Context, r store.Runner) error {
 	if closed {
 		return nil // a runner shutting down adopts nothing: the next one will
 	}
+	if n, err := e.cfg.DB.ApplyUnrecorded(ctx, r.ID); err != nil {
+		return err
+	} else if n > 0 {
+		e.log.Info("recorded the task states a gone runner saved because it could not write them", "gone", r.ID, "states", n)
+	}
 	msg := fmt.Sprintf("the server process that ran it (runner %s, pid %d) is gone; the task was not seen to finish", r.ID, r.Pid)
-	takeovers, err := e.cfg.DB.AdoptGraphs(ctx, r.ID, e.cfg.RunnerID, CodeRunnerRestarted, msg)
+	// The epoch is held from the adoption until the graphs are in memory, so that a change
+	// of epoch (lease.go) finds them there.
+	e.epochMu.RLock()
+	takeovers, err := e.cfg.DB.AdoptGraphs(ctx, r, e.epoch, CodeRunnerRestarted, msg)
+	if errors.Is(err, store.ErrRenewed) {
+		e.epochMu.RUnlock()
+		return nil // it woke up in time: it keeps its graphs, and is judged again later
+	}
 	if err != nil {
+		e.epochMu.RUnlock()
 		return err
 	}
+	// What is picked to start is started whatever happens next: a picked task holds a
+	// count of e.waiters, which Close waits for. After the unlock (deferred first, so run
+	// last), and apart, since a start waits for its state to be written.
+	var next []launch
+	defer func() {
+		if len(next) > 0 {
+			go e.launchAll(next)
+		}
+	}()
+	for _, to := range takeovers {
+		// Not cut short by a shutdown that began meanwhile: an adopted graph must get into
+		// memory, to run or to be recorded as never started.
+		rows, err := e.cfg.DB.GraphTasks(context.WithoutCancel(ctx), to.Graph.ID)
+		if err != nil {
+			e.epochMu.RUnlock()
+			return err
+		}
+		e.mu.Lock()
+		e.adoptLocked(to.Graph, rows)
+		if e.closed {
+			e.shutdownGraphLocked(e.graphs[to.Graph.ID])
+		}
+		next = append(next, e.scheduleLocked()...)
+		e.mu.Unlock()
+	}
+	e.epochMu.RUnlock()
 	// A start time is comparable only with one read on the same boot, as for the session
 	// rows below: macOS records wall-clock time, so after a reboot every process of a
 	// session whose number was reused would pass killSession's start-time check.
@@ -89,19 +141,7 @@ func (e *Engine) reap(ctx context.Context, r store.Runner) error {
 			}
 			killMarked(taskMarker(to.Graph.ID, t.ID))
 		}
-		rows, err := e.cfg.DB.GraphTasks(ctx, to.Graph.ID)
-		if err != nil {
-			return err
-		}
 		e.log.Info("adopted a graph of a gone runner", "graph", to.Graph.ID, "gone", r.ID, "restarted", len(to.Restarted))
-		e.mu.Lock()
-		e.adoptLocked(to.Graph, rows)
-		if e.closed {
-			e.cancelGraphLocked(e.graphs[to.Graph.ID], CodeRunnerShutdown, "the server shut down before the task started")
-		}
-		next := e.scheduleLocked()
-		e.mu.Unlock()
-		e.launchAll(next)
 		e.changes.fire(to.Graph.ID)
 	}
 	sessions, err := e.cfg.DB.OpenSessions(ctx, r.ID)

@@ -19,11 +19,12 @@ func (e *Engine) watchLoop(ctx context.Context) {
 	defer t.Stop()
 	var lastReconcile, lastExpire time.Time
 	for {
-		if time.Since(lastReconcile) >= reconcileEvery {
+		if time.Since(lastReconcile) >= e.reconcileEvery() {
 			lastReconcile = time.Now()
 			if err := e.Reconcile(ctx); err != nil && ctx.Err() == nil {
 				e.log.Warn("reconciling gone runners", "err", err)
 			}
+			e.startedOnce.Do(func() { close(e.started) })
 		}
 		if e.cfg.ArtifactsDir != "" && time.Since(lastExpire) >= e.expireEvery() {
 			lastExpire = time.Now()
@@ -36,7 +37,7 @@ func (e *Engine) watchLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		reqs, err := e.cfg.DB.CancelRequests(ctx, e.cfg.RunnerID)
+		reqs, err := e.cfg.DB.CancelRequests(ctx, e.RunnerID())
 		if err != nil {
 			if ctx.Err() == nil {
 				e.log.Warn("reading cancel requests", "err", err)
@@ -61,7 +62,7 @@ func (e *Engine) expireEvery() time.Duration {
 // (a spool cut short by a crash is redone here).
 func (e *Engine) spoolLoop(ctx context.Context) {
 	removeStaleSpools(e.cfg.ArtifactsDir, func(runnerID string) bool {
-		if runnerID == e.cfg.RunnerID {
+		if runnerID == e.RunnerID() {
 			return true
 		}
 		r, err := e.cfg.DB.GetRunner(ctx, runnerID)
@@ -97,7 +98,7 @@ func (e *Engine) spoolUnspooled(ctx context.Context, ownOnly bool) error {
 			return ctx.Err()
 		}
 		if ownOnly {
-			if g, err := e.cfg.DB.GetGraph(ctx, id); err != nil || g.RunnerID != e.cfg.RunnerID {
+			if g, err := e.cfg.DB.GetGraph(ctx, id); err != nil || g.RunnerID != e.RunnerID() {
 				continue
 			}
 		}

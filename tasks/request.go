@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/internal/quote"
 )
 
 // This file is cancelling from any process: a cancel is recorded in the store for the
@@ -36,7 +38,16 @@ func (r *Reader) RequestCancel(ctx context.Context, graphID string, taskIDs []st
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("graph %s has no task %s: %w", graphID, strings.Join(missing, ", "), ErrNotFound)
+		// Quoted short, and only the first few: what was sent may be long or many.
+		const shown = 5
+		names := make([]string, 0, shown+1)
+		for _, id := range missing[:min(len(missing), shown)] {
+			names = append(names, quote.Short(id))
+		}
+		if len(missing) > shown {
+			names = append(names, fmt.Sprintf("and %d more", len(missing)-shown))
+		}
+		return nil, fmt.Errorf("graph %s has no task %s: %w", graphID, strings.Join(names, ", "), ErrNotFound)
 	}
 	if before.Graph.FinishedAt == nil {
 		owner, err := r.Runner(ctx, before.Graph.RunnerID, time.Now())

@@ -9,6 +9,7 @@ package tasks
 import (
 	"fmt"
 	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/store"
@@ -60,13 +61,20 @@ type launch struct {
 // graphs oldest first, and takes their slots. The caller starts them with launchAll once
 // it has released the lock: creating a log file and forking cost a millisecond or more on
 // a slow disk, and must not hold up the exits of other tasks.
+//
+// The runner-wide cap (Config.MaxParallel) has one exception: a graph with no task
+// running may always start one. A task may run for ever (a dev server, a watcher), and a
+// graph behind two of them on a two-core machine would otherwise wait for ever with
+// nothing to say but "ready". So every graph makes progress, one task at a time at
+// worst, and the cap is exceeded by at most one task per graph; its other tasks wait for
+// the cap as before, and the readers name the tasks that hold the slots (SlotHolders).
 func (e *Engine) scheduleLocked() []launch {
 	var out []launch
 	if e.closed {
 		return nil
 	}
 	for _, g := range e.order {
-		for len(g.ready) > 0 && g.running < g.row.MaxParallel && e.running < e.cfg.MaxParallel {
+		for len(g.ready) > 0 && g.running < g.row.MaxParallel && (e.running < e.cfg.MaxParallel || g.running == 0) {
 			t := g.ready[0]
 			g.ready = g.ready[1:]
 			t.row.Attempt++
@@ -84,9 +92,8 @@ func (e *Engine) scheduleLocked() []launch {
 			e.sendLocked(t)
 			out = append(out, launch{g: g, t: t})
 		}
-		if e.running >= e.cfg.MaxParallel {
-			break
-		}
+		// No early exit when the cap is reached: a later graph with nothing running may
+		// still start its one task.
 	}
 	if len(out) > 0 {
 		// A task is recorded running before its process exists: if this runner dies in
@@ -100,13 +107,41 @@ func (e *Engine) scheduleLocked() []launch {
 	return out
 }
 
-// launchAll starts the picked tasks, and whatever a failed start lets start instead.
+// launchAll starts the picked tasks, and whatever a failed start lets start instead. A
+// task waits until its running state is in the store (the database may be locked by
+// another process for a while: see writer.go); one still waiting when the shutdown
+// deadline passes is not started at all.
 func (e *Engine) launchAll(ls []launch) {
 	for len(ls) > 0 {
 		l := ls[0]
-		<-l.recorded
-		ls = append(ls[1:], e.start(l.g, l.t)...)
+		select {
+		case <-l.recorded:
+		case <-e.abandon:
+		}
+		select {
+		case <-e.abandon:
+			e.notStarted(l.g, l.t)
+			ls = ls[1:]
+		default:
+			ls = append(ls[1:], e.start(l.g, l.t)...)
+		}
 	}
+}
+
+// notStarted records a task picked to start, whose process was never started because the
+// runner shut down first: cancelled, as the pending tasks are.
+func (e *Engine) notStarted(g *graph, t *task) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	defer e.waiters.Done() // taken by scheduleLocked
+	t.starting = false
+	g.running--
+	e.running--
+	t.row.Attempt--
+	if t.row.Attempt == 0 {
+		t.row.StartedAt = nil
+	}
+	e.finishLocked(g, t, outcome{state: Cancelled, code: CodeRunnerShutdown, message: "the server shut down before the task started"})
 }
 
 // finishLocked puts t in a terminal state and carries the consequences through the graph:
@@ -179,10 +214,45 @@ func (e *Engine) skipLocked(g *graph, t *task, blocker *task) {
 	}
 }
 
+// shutdownGraphLocked stops g because the runner shuts down: every pending task is
+// recorded cancelled with RUNNER_SHUTDOWN, and every running one is stopped (SIGTERM,
+// SIGKILL after the grace) and recorded failed with RUNNER_SHUTDOWN when it exits. A
+// pending task is cancelled for its own sake, not skipped because a dependency was
+// cancelled: the shutdown is why none of them runs.
+func (e *Engine) shutdownGraphLocked(g *graph) {
+	if g == nil {
+		return
+	}
+	now := time.Now().UTC()
+	for _, t := range g.tasks {
+		switch State(t.row.Status) {
+		case Pending:
+			t.row.Status = string(Cancelled)
+			t.row.ErrorCode, t.row.Message, t.row.FinishedAt = strPtr(CodeRunnerShutdown), strPtr("the server shut down before the task started"), &now
+			t.row.ExitCode, t.row.Signal = nil, nil
+			g.unfinished--
+			e.sendLocked(t)
+		case Running:
+			e.stopLocked(t, CodeRunnerShutdown, "the server shut down while the task ran", e.cfg.KillGrace)
+		}
+	}
+	g.ready = nil
+	if g.unfinished == 0 {
+		e.dropLocked(g)
+	}
+}
+
 // forgetLocked stops scheduling a graph another runner has adopted: its pending tasks stay
-// as the store has them, for the adopter.
+// as the store has them, for the adopter. The adopter recorded the tasks that ran here
+// RUNNER_RESTARTED and killed their processes; whatever it could not kill (another boot's
+// view of the process, say) is killed here, so nothing runs on unobserved.
 func (e *Engine) forgetLocked(g *graph) {
 	g.ready = nil
+	for _, t := range g.tasks {
+		if t.cmd != nil {
+			syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}
 	delete(e.graphs, g.row.ID)
 	for i, o := range e.order {
 		if o == g {
@@ -199,7 +269,7 @@ func (e *Engine) dropLocked(g *graph) {
 	delete(e.graphs, g.row.ID)
 	// The graph is archived once its last state is in the store: a marker queued behind
 	// that state tells the writer (see writeLoop).
-	e.writes <- writeItem{finished: g.row.ID}
+	e.writes.push(writeItem{finished: g.row.ID})
 	for i, o := range e.order {
 		if o == g {
 			e.order = append(e.order[:i:i], e.order[i+1:]...)

@@ -52,8 +52,20 @@ const (
 	DefaultMaxTasks = 10000
 	MaxRetries      = 100
 	MaxTimeout      = 7 * 24 * time.Hour
-	MaxCommandBytes = 128 << 10
+	// MaxCommandBytes: a command is one argument of bash -c, and Linux refuses an argument
+	// of 128 KiB or more (MAX_ARG_STRLEN counts its terminating NUL).
+	MaxCommandBytes = 128<<10 - 1
 	MaxNameBytes    = 200
+	// MaxIdempotencyKeyBytes bounds an idempotencyKey: a key is an id of the caller's
+	// choosing (a UUID, a hash), stored with the graph.
+	MaxIdempotencyKeyBytes = 200
+	// A task's env: at most MaxEnvVars variables, each value at most MaxEnvValueBytes, the
+	// names and values together at most MaxEnvBytes (the environment shares the kernel's
+	// limit on what a program is started with, and a value over 128 KiB cannot be passed
+	// at all).
+	MaxEnvVars       = 100
+	MaxEnvValueBytes = 32 << 10
+	MaxEnvBytes      = 128 << 10
 )
 
 // Validated is a Spec that passed Validate: every cwd resolved to an absolute directory

@@ -95,7 +95,7 @@ func (e *Engine) spool(ctx context.Context, graphID string) (store.Artifact, err
 	}
 
 	final := ArtifactPath(artifactsDir, graphID)
-	tmp, err := os.CreateTemp(artifactsDir, tempPrefix+e.cfg.RunnerID+"-"+graphID+"-*")
+	tmp, err := os.CreateTemp(artifactsDir, tempPrefix+e.RunnerID()+"-"+graphID+"-*")
 	if err != nil {
 		return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/internal/quote"
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
@@ -33,16 +34,19 @@ const foreignPoll = 200 * time.Millisecond
 // states), never the whole graph: a waiter on a wide graph must not cost more than the
 // graph's own scheduling.
 func (e *Engine) Wait(ctx context.Context, graphID string, taskIDs []string, until Until) (Snapshot, bool, error) {
-	briefs, err := e.cfg.DB.TaskBriefs(ctx, graphID)
+	// The first read ignores ctx's deadline: a wait of a millisecond ends before a busy
+	// store answers, and must still answer with the graph's state (once the deadline has
+	// passed, the wait ends and the answer is read without it).
+	briefs, err := e.cfg.DB.TaskBriefs(context.WithoutCancel(ctx), graphID)
 	if err != nil {
-		return Snapshot{}, false, err
+		return Snapshot{}, false, fmt.Errorf("read the tasks of graph %s: %w", graphID, err)
 	}
 	if len(briefs) == 0 {
-		return Snapshot{}, false, fmt.Errorf("graph %q: %w", graphID, ErrNotFound)
+		return Snapshot{}, false, notFound("no graph %s in this workspace", quote.Short(graphID))
 	}
 	for _, id := range taskIDs {
 		if !slices.ContainsFunc(briefs, func(b store.TaskBrief) bool { return b.ID == id }) {
-			return Snapshot{}, false, fmt.Errorf("graph %s has no task %q: %w", graphID, id, ErrNotFound)
+			return Snapshot{}, false, notFound("graph %s has no task %s", graphID, quote.Short(id))
 		}
 	}
 	baseline := fingerprint(briefs, taskIDs)
@@ -100,7 +104,7 @@ func (e *Engine) waitProbe(ctx context.Context, graphID string, probe func(store
 				return false, nil
 			}
 			if errors.Is(err, store.ErrNotFound) {
-				return false, fmt.Errorf("graph %q: %w", graphID, ErrNotFound)
+				return false, notFound("no graph %s in this workspace", quote.Short(graphID))
 			}
 			return false, err
 		}
@@ -114,7 +118,7 @@ func (e *Engine) waitProbe(ctx context.Context, graphID string, probe func(store
 				return ok, err
 			}
 		}
-		if poll == nil && h.RunnerID != e.cfg.RunnerID {
+		if poll == nil && h.RunnerID != e.RunnerID() {
 			t := time.NewTicker(foreignPoll)
 			defer t.Stop()
 			poll = t.C

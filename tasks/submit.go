@@ -6,6 +6,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,7 +35,7 @@ func (e *Engine) Submit(ctx context.Context, spec Spec) (Submitted, error) {
 		maxParallel = runtime.NumCPU()
 	}
 	row := store.GraphRow{
-		ID: store.NewID("g-"), Name: spec.Name, RunnerID: e.cfg.RunnerID, IdempotencyKey: spec.IdempotencyKey,
+		ID: store.NewID("g-"), Name: spec.Name, IdempotencyKey: spec.IdempotencyKey,
 		MaxParallel: maxParallel, FailFast: spec.FailFast, CreatedAt: time.Now().UTC(),
 	}
 	rows := make([]store.TaskRow, len(spec.Tasks))
@@ -54,12 +55,38 @@ func (e *Engine) Submit(ctx context.Context, spec Spec) (Submitted, error) {
 	e.inflight.Add(1) // Close waits for this Submit before it stops recording states
 	e.mu.Unlock()
 	defer e.inflight.Done()
+	if e.cfg.SubmitWait > 0 {
+		// Another process may hold the database's lock: wait for it no longer than a call
+		// may wait, then answer store.ErrBusy, which the caller can retry.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.cfg.SubmitWait)
+		defer cancel()
+	}
 	logDir := filepath.Join(e.cfg.Workspace.LogsDir(), row.ID)
 	if err := os.Mkdir(logDir, 0o700); err != nil {
 		return Submitted{}, fmt.Errorf("submit: log dir: %w", err)
 	}
-	stored, created, err := e.cfg.DB.InsertGraph(ctx, row, rows)
+	// The graph is stored in the name of the runner's current epoch, and is in memory
+	// before the epoch can change (see lease.go). A runner whose lease ran out or was lost
+	// (it stalled, and a peer judged it gone) renews it or registers again first: the
+	// store refuses a graph for a runner without a lease.
+	var stored store.GraphRow
+	var created bool
+	for attempt := 0; ; attempt++ {
+		e.epochMu.RLock()
+		row.RunnerID = e.epoch
+		stored, created, err = e.cfg.DB.InsertGraph(ctx, row, rows)
+		if !errors.Is(err, store.ErrLeaseLost) || attempt == 2 {
+			break
+		}
+		e.epochMu.RUnlock()
+		if lerr := e.keepLease(ctx); lerr != nil {
+			os.Remove(logDir)
+			return Submitted{}, fmt.Errorf("submit: %w", lerr)
+		}
+	}
 	if err != nil || !created {
+		e.epochMu.RUnlock()
 		os.Remove(logDir)
 		if err != nil {
 			return Submitted{}, err
@@ -73,11 +100,14 @@ func (e *Engine) Submit(ctx context.Context, spec Spec) (Submitted, error) {
 	if e.closed {
 		// Shutdown began while the graph was being stored: record it as never started,
 		// truthfully, rather than leave pending rows no one runs.
-		e.cancelGraphLocked(e.graphs[stored.ID], CodeRunnerShutdown, "the server shut down before the task started")
+		e.shutdownGraphLocked(e.graphs[stored.ID])
 	}
 	next := e.scheduleLocked()
 	e.mu.Unlock()
-	e.launchAll(next)
+	e.epochMu.RUnlock()
+	// Started apart from the call: a task starts once its running state is written, and
+	// the call must not wait on a database another process may lock meanwhile.
+	go e.launchAll(next)
 	return Submitted{Snapshot: Snapshot{Graph: graphOf(stored), Tasks: tasksOf(rows)}, Created: true}, nil
 }
 
@@ -105,7 +135,7 @@ func (e *Engine) adoptLocked(row store.GraphRow, rows []store.TaskRow) {
 		}
 	}
 	if g.unfinished == 0 {
-		e.writes <- writeItem{finished: row.ID} // nothing left to run: archive it
+		e.writes.push(writeItem{finished: row.ID}) // nothing left to run: archive it
 		return
 	}
 	e.graphs[row.ID] = g

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mcp-harness/mcp-harness/internal/quote"
 )
 
 // Error kinds of a refused graph. Validate wraps them or returns a typed error whose Is
@@ -56,8 +58,8 @@ type UnknownDependencyError struct {
 // Error names the task, the unknown id and the ids it may have meant.
 func (e *UnknownDependencyError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "unknown dependency: task %q depends on %q, which is not a task in this graph",
-		e.Task, clipText(e.Dependency))
+	fmt.Fprintf(&b, "unknown dependency: task %q depends on %s, which is not a task in this graph",
+		e.Task, quote.Short(e.Dependency))
 	if len(e.Closest) > 0 {
 		b.WriteString(" (did you mean ")
 		for i, id := range e.Closest {
@@ -218,6 +220,10 @@ func checkGraphFields(spec Spec, lim Limits) error {
 	if len(spec.Name) > MaxNameBytes {
 		return fmt.Errorf("%w: name is %d bytes, at most %d are accepted; shorten it", ErrLimit, len(spec.Name), MaxNameBytes)
 	}
+	if len(spec.IdempotencyKey) > MaxIdempotencyKeyBytes {
+		return fmt.Errorf("%w: idempotencyKey is %d bytes, at most %d are accepted; use a short key such as a UUID or a hash",
+			ErrLimit, len(spec.IdempotencyKey), MaxIdempotencyKeyBytes)
+	}
 	if spec.MaxParallel < 0 {
 		return fmt.Errorf("%w: maxParallel is %d; use a positive number, or 0 for the default (the CPU count)",
 			ErrInvalid, spec.MaxParallel)
@@ -236,7 +242,7 @@ func checkID(i int, id string) error {
 	case id == "":
 		return fmt.Errorf("%w: tasks[%d] has no id; give it one such as \"build\" (%s)", ErrInvalid, i, idRule)
 	case len(id) > maxIDLen:
-		return fmt.Errorf("%w: tasks[%d]: id %q is %d bytes long; shorten it (%s)", ErrInvalid, i, clipText(id), len(id), idRule)
+		return fmt.Errorf("%w: tasks[%d]: id %s is %d bytes long; shorten it (%s)", ErrInvalid, i, quote.Short(id), len(id), idRule)
 	}
 	for k := 0; k < len(id); k++ {
 		c := id[k]
@@ -290,6 +296,9 @@ func checkTaskFields(t *TaskSpec) error {
 	if strings.IndexByte(t.Cwd, 0) >= 0 {
 		return fmt.Errorf("%w: task %q: cwd has a NUL byte; give a directory relative to the workspace", ErrInvalid, t.ID)
 	}
+	if err := checkEnvSize(t); err != nil {
+		return err
+	}
 	// Map order is random: report the smallest bad name so that the same spec always
 	// gets the same message.
 	var bad, why string
@@ -299,7 +308,30 @@ func checkTaskFields(t *TaskSpec) error {
 		}
 	}
 	if why != "" {
-		return fmt.Errorf("%w: task %q: env %q %s", ErrInvalid, t.ID, clipText(bad), why)
+		return fmt.Errorf("%w: task %q: env %s %s", ErrInvalid, t.ID, quote.Short(bad), why)
+	}
+	return nil
+}
+
+// checkEnvSize refuses an env over the limits before its entries are looked at.
+func checkEnvSize(t *TaskSpec) error {
+	if len(t.Env) > MaxEnvVars {
+		return fmt.Errorf("%w: task %q: env has %d variables, at most %d are accepted", ErrLimit, t.ID, len(t.Env), MaxEnvVars)
+	}
+	total := 0
+	var big string // the smallest name with a value over the limit: the same spec, the same message
+	for k, v := range t.Env {
+		total += len(k) + len(v)
+		if len(v) > MaxEnvValueBytes && (big == "" || k < big) {
+			big = k
+		}
+	}
+	switch {
+	case big != "":
+		return fmt.Errorf("%w: task %q: env %s is %d bytes long, at most %d are accepted per value; pass a long value in a file instead",
+			ErrLimit, t.ID, quote.Short(big), len(t.Env[big]), MaxEnvValueBytes)
+	case total > MaxEnvBytes:
+		return fmt.Errorf("%w: task %q: env is %d bytes (names and values), at most %d are accepted", ErrLimit, t.ID, total, MaxEnvBytes)
 	}
 	return nil
 }
@@ -317,16 +349,6 @@ func envProblem(k, v string) string {
 		return "has a NUL byte in its value; remove it"
 	}
 	return ""
-}
-
-// clipText shortens text quoted in a message, so that a 100 KB bogus id does not become
-// a 100 KB error.
-func clipText(s string) string {
-	const max = 80
-	if len(s) <= max {
-		return s
-	}
-	return s[:max-3] + "..."
 }
 
 // topoSort walks the graph given as flat adjacency lists (node i depends on

@@ -171,6 +171,7 @@ func oracleRefusedAlone(s Spec, lim Limits) bool {
 		maxTasks = DefaultMaxTasks
 	}
 	if len(s.Tasks) == 0 || len(s.Tasks) > maxTasks || len(s.Name) > MaxNameBytes || s.MaxParallel < 0 ||
+		len(s.IdempotencyKey) > MaxIdempotencyKeyBytes ||
 		(lim.MaxParallel > 0 && s.MaxParallel > lim.MaxParallel) {
 		return true
 	}
@@ -185,10 +186,15 @@ func oracleRefusedAlone(s Spec, lim Limits) bool {
 			strings.Contains(t.Cwd, "\x00") {
 			return true
 		}
+		envBytes := 0
 		for k, v := range t.Env {
-			if k == "" || strings.ContainsAny(k, "=\x00") || strings.Contains(v, "\x00") {
+			if k == "" || strings.ContainsAny(k, "=\x00") || strings.Contains(v, "\x00") || len(v) > MaxEnvValueBytes {
 				return true
 			}
+			envBytes += len(k) + len(v)
+		}
+		if len(t.Env) > MaxEnvVars || envBytes > MaxEnvBytes {
+			return true
 		}
 	}
 	for _, t := range s.Tasks {

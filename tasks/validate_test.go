@@ -57,6 +57,15 @@ func kindOf(err error) []error {
 }
 
 // manyTasks is n independent tasks t0, t1...
+// envOf is n variables V0..V(n-1) of size bytes each.
+func envOf(n, size int) map[string]string {
+	env := map[string]string{}
+	for i := range n {
+		env["V"+strconv.Itoa(i)] = strings.Repeat("v", size)
+	}
+	return env
+}
+
 func manyTasks(n int) []TaskSpec {
 	ts := make([]TaskSpec, n)
 	for i := range ts {
@@ -101,7 +110,7 @@ var validateErrorCases = []struct {
 	{name: "CommandBlank", spec: vSpec(with(vTask("a"), func(t *TaskSpec) { t.Command = " \t\n" })),
 		want: ErrInvalid, msg: []string{`task "a"`, "blank"}},
 	{name: "CommandTooLong", spec: vSpec(with(vTask("a"), func(t *TaskSpec) { t.Command = strings.Repeat("x", MaxCommandBytes+1) })),
-		want: ErrLimit, msg: []string{`task "a"`, "131073 bytes", "at most 131072", "file"}},
+		want: ErrLimit, msg: []string{`task "a"`, "131072 bytes", "at most 131071", "file"}},
 	{name: "CommandNUL", spec: vSpec(with(vTask("a"), func(t *TaskSpec) { t.Command = "echo a\x00b" })),
 		want: ErrInvalid, msg: []string{`task "a"`, "NUL byte at offset 6"}},
 	{name: "TimeoutNegative", spec: vSpec(with(vTask("a"), func(t *TaskSpec) { t.TimeoutSec = -1 })),
@@ -125,10 +134,23 @@ var validateErrorCases = []struct {
 	})), want: ErrInvalid, msg: []string{`env "B="`}},
 	{name: "CwdNUL", spec: vSpec(with(vTask("a"), func(t *TaskSpec) { t.Cwd = "a\x00" })),
 		want: ErrInvalid, msg: []string{`task "a"`, "cwd has a NUL byte"}},
+	{name: "EnvTooMany", spec: vSpec(with(vTask("a"), func(t *TaskSpec) { t.Env = envOf(MaxEnvVars+1, 1) })),
+		want: ErrLimit, msg: []string{`task "a"`, "env has 101 variables", "at most 100"}},
+	{name: "EnvValueTooLong", spec: vSpec(with(vTask("a"), func(t *TaskSpec) {
+		t.Env = map[string]string{"OK": "1", "BIG": strings.Repeat("v", MaxEnvValueBytes+1)}
+	})), want: ErrLimit, msg: []string{`task "a"`, `env "BIG" is 32769 bytes long`, "at most 32768"}},
+	{name: "EnvTooBig", spec: vSpec(with(vTask("a"), func(t *TaskSpec) { t.Env = envOf(5, MaxEnvValueBytes) })),
+		want: ErrLimit, msg: []string{`task "a"`, "env is 163850 bytes", "at most 131072"}},
+	{name: "IdempotencyKeyTooLong", spec: Spec{IdempotencyKey: strings.Repeat("k", 1<<20), Tasks: []TaskSpec{vTask("a")}},
+		want: ErrLimit, msg: []string{"idempotencyKey is 1048576 bytes", "at most 200"}},
 	{name: "UnknownDependency", spec: vSpec(vTask("build"), vTask("test", "biuld")),
 		want: ErrUnknownDependency, msg: []string{`task "test" depends on "biuld"`, `did you mean "build"`}},
 	{name: "UnknownDependencyNoSuggestion", spec: vSpec(vTask("build"), vTask("test", "deploy")),
 		want: ErrUnknownDependency, msg: []string{`task "test" depends on "deploy"`, "same graph"}},
+	{name: "UnknownDependencyHuge", spec: vSpec(vTask("a", strings.Repeat("d", 1<<20))),
+		want: ErrUnknownDependency, msg: []string{`task "a" depends on "dddd`, `"... (1048576 bytes), which is not a task`}},
+	{name: "IDHuge", spec: vSpec(vTask(strings.Repeat("x", 1<<20))),
+		want: ErrInvalid, msg: []string{"tasks[0]", `"... (1048576 bytes) is 1048576 bytes long`}},
 	{name: "UnknownDependencyEmpty", spec: vSpec(vTask("a", "")),
 		want: ErrUnknownDependency, msg: []string{`task "a" depends on ""`}},
 	{name: "DuplicateDependency", spec: vSpec(vTask("a"), vTask("b", "a", "a")),
@@ -163,6 +185,10 @@ func TestValidate_Errors(t *testing.T) {
 				if !strings.Contains(err.Error(), s) {
 					t.Errorf("Validate() = %q, want it to contain %q", err, s)
 				}
+			}
+			// What was sent is quoted short, however long it was.
+			if n := len(err.Error()); n > 1000 {
+				t.Errorf("Validate() = a message of %d bytes, want at most 1000", n)
 			}
 		})
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mcp-harness/mcp-harness/internal/jsonsize"
 )
 
 // Node is one task's place in a graph for analysis: its id, state and dependencies.
@@ -301,11 +303,17 @@ func mermaidChart(nodes []Node, start, adj []int32) string {
 // mermaidOmitted is the chart of a graph too large to draw: still valid Mermaid, so a
 // client that renders it shows why there is no picture.
 func mermaidOmitted(tasks, deps int) string {
-	return fmt.Sprintf("flowchart TD\n"+
-		"    %%%% not drawn: at most %d tasks, %d dependencies and %d characters render\n"+
+	return mermaidNotDrawn + fmt.Sprintf(" at most %d tasks, %d dependencies and %d characters render\n"+
 		"    omitted[\"%d tasks and %d dependencies - too large to draw, see nodes and edges\"]\n",
 		mermaidMaxNodes, mermaidMaxEdges, mermaidMaxBytes, tasks, deps)
 }
+
+// mermaidNotDrawn starts the chart of a graph too large to draw. A drawn chart cannot
+// start so: its labels escape '%' (mermaidText).
+const mermaidNotDrawn = "flowchart TD\n    %% not drawn:"
+
+// drawn reports whether a chart of Analyze draws its graph.
+func drawn(chart string) bool { return !strings.HasPrefix(chart, mermaidNotDrawn) }
 
 // mermaidText escapes s for a quoted Mermaid label: everything but letters, digits,
 // space, '.', '_' and '-' becomes a #code; entity, so quotes, '#', HTML and line breaks
@@ -336,27 +344,35 @@ func mermaidText(s string) string {
 
 // Report is a graph's View in the shape the tasks_graph tool and `mcp-harness tasks graph
 // --json` both give: every list present (empty rather than null), and reason null for a
-// task that is not pending.
+// task that is not pending. Explain reports every node; ExplainPage a page of them that
+// fits a budget, with Mermaid null unless the whole graph and its chart fit.
 type Report struct {
-	GraphID string       `json:"graphId"`
-	Name    string       `json:"name"`
-	Status  GraphState   `json:"status"`
-	Nodes   []ReportNode `json:"nodes"`
-	Edges   []ReportEdge `json:"edges"`
-	Order   []string     `json:"order"`
-	Mermaid string       `json:"mermaid"`
+	GraphID      string       `json:"graphId"`
+	Name         string       `json:"name"`
+	Status       GraphState   `json:"status"`
+	Nodes        []ReportNode `json:"nodes"`
+	Edges        []ReportEdge `json:"edges"`
+	Order        []string     `json:"order"`
+	Mermaid      *string      `json:"mermaid"`
+	OmittedNodes int          `json:"omittedNodes"`
+	NextCursor   *string      `json:"nextCursor"`
+	// Notes say in words what a page left out and how to get it; adapters show them (they
+	// are not part of the JSON).
+	Notes []string `json:"-"`
 }
 
-// ReportNode is one task in a Report.
+// ReportNode is one task in a Report. OmittedDeps counts the entries left out of its
+// lists (dependsOn, dependents, waitingOn, blockedBy) to fit a page; 0 when they are whole.
 type ReportNode struct {
-	ID         string     `json:"id"`
-	Status     State      `json:"status"`
-	Depth      int        `json:"depth"`
-	DependsOn  []string   `json:"dependsOn"`
-	Dependents []string   `json:"dependents"`
-	Reason     *string    `json:"reason"`
-	WaitingOn  []DepState `json:"waitingOn"`
-	BlockedBy  []DepState `json:"blockedBy"`
+	ID          string     `json:"id"`
+	Status      State      `json:"status"`
+	Depth       int        `json:"depth"`
+	DependsOn   []string   `json:"dependsOn"`
+	Dependents  []string   `json:"dependents"`
+	Reason      *string    `json:"reason"`
+	WaitingOn   []DepState `json:"waitingOn"`
+	BlockedBy   []DepState `json:"blockedBy"`
+	OmittedDeps int        `json:"omittedDeps"`
 }
 
 // ReportEdge is one dependency in a Report: To depends on From.
@@ -365,27 +381,185 @@ type ReportEdge struct {
 	To   string `json:"to"`
 }
 
-// Explain analyzes a stored graph and returns its View and its Report.
+// Explain analyzes a stored graph and returns its View and its whole Report, for a person
+// (the CLI writes it out item by item: see ReportNodeOf).
 func Explain(s Snapshot) (View, Report) {
-	nodes := make([]Node, len(s.Tasks))
-	for i, t := range s.Tasks {
-		nodes[i] = Node{ID: t.ID, Status: t.Status, DependsOn: t.DependsOn}
-	}
-	v := Analyze(nodes)
+	v := Analyze(nodesOf(s))
 	r := Report{GraphID: s.Graph.ID, Name: s.Graph.Name, Status: s.Progress().State(),
 		Nodes: make([]ReportNode, 0, len(v.Nodes)), Edges: make([]ReportEdge, 0, len(v.Edges)),
-		Order: orEmpty(v.Order), Mermaid: v.Mermaid}
+		Order: orEmpty(v.Order), Mermaid: &v.Mermaid}
 	for _, n := range v.Nodes {
-		rn := ReportNode{ID: n.ID, Status: n.Status, Depth: n.Depth, DependsOn: orEmpty(n.DependsOn),
-			Dependents: orEmpty(n.Dependents), WaitingOn: orEmpty(n.WaitingOn), BlockedBy: orEmpty(n.BlockedBy)}
-		if n.Reason != "" {
-			reason := n.Reason
-			rn.Reason = &reason
-		}
-		r.Nodes = append(r.Nodes, rn)
+		r.Nodes = append(r.Nodes, ReportNodeOf(n))
 	}
 	for _, e := range v.Edges {
 		r.Edges = append(r.Edges, ReportEdge{From: e.From, To: e.To})
 	}
 	return v, r
+}
+
+// AnalyzeGraph is a stored graph's View: Explain without the Report, for a caller that
+// writes the Report out node by node (ReportNodeOf) rather than hold it whole.
+func AnalyzeGraph(s Snapshot) View { return Analyze(nodesOf(s)) }
+
+func nodesOf(s Snapshot) []Node {
+	nodes := make([]Node, len(s.Tasks))
+	for i, t := range s.Tasks {
+		nodes[i] = Node{ID: t.ID, Status: t.Status, DependsOn: t.DependsOn}
+	}
+	return nodes
+}
+
+// ReportNodeOf is a node of a View as a Report shows it.
+func ReportNodeOf(n NodeView) ReportNode {
+	rn := ReportNode{ID: n.ID, Status: n.Status, Depth: n.Depth, DependsOn: orEmpty(n.DependsOn),
+		Dependents: orEmpty(n.Dependents), WaitingOn: orEmpty(n.WaitingOn), BlockedBy: orEmpty(n.BlockedBy)}
+	if n.Reason != "" {
+		reason := n.Reason
+		rn.Reason = &reason
+	}
+	return rn
+}
+
+// PageQuery says which page of a graph's nodes ExplainPage reports.
+type PageQuery struct {
+	Cursor   string // the NextCursor of the previous page; "" for the first
+	MaxBytes int    // the report's budget as JSON (see fit.go); 0 = DefaultMaxResult
+}
+
+// ExplainPage is a page of a stored graph's Report that fits q.MaxBytes: nodes failed
+// first, then running, then the rest in submitted order; the edges into the nodes of the
+// page (each edge is on the page of its dependent); the page's ids in topological order;
+// and the Mermaid chart only when the whole graph and its chart fit in one result.
+// Paging a running graph shows the states as they are at each page (see Status).
+func ExplainPage(s Snapshot, q PageQuery) (Report, error) {
+	after, err := parsePagePos("tasks_graph", q.Cursor)
+	if err != nil {
+		return Report{}, err
+	}
+	limit := budget(q.MaxBytes)
+	v := Analyze(nodesOf(s))
+	out := Report{GraphID: s.Graph.ID, Name: s.Graph.Name, Status: s.Progress().State(),
+		Nodes: []ReportNode{}, Edges: []ReportEdge{}, Order: []string{}}
+	todo := ordered(s.Tasks, nil, after) // Analyze keeps the tasks' order: node i is s.Tasks[i]
+	index := make(map[string]int, len(s.Tasks))
+	for i := len(s.Tasks) - 1; i >= 0; i-- {
+		index[s.Tasks[i].ID] = i
+	}
+
+	head := out
+	head.OmittedNodes = len(todo)
+	head.NextCursor = &[]string{pagePos{2, len(s.Tasks)}.String()}[0]
+	used := jsonSize(head)
+	itemMax := limit / 4
+	type item struct {
+		node  ReportNode
+		edges []ReportEdge
+		pos   pagePos
+	}
+	// The edges of node i are Edges[edgeStart[i]:edgeStart[i+1]]: Analyze lists them by
+	// dependent, in submitted order.
+	edgeStart := make([]int, len(v.Nodes)+1)
+	for i, k := 0, 0; i < len(v.Nodes); i++ {
+		for k < len(v.Edges) && v.Edges[k].To == v.Nodes[i].ID {
+			k++
+		}
+		edgeStart[i+1] = k
+	}
+	var page []item
+	cutDeps := 0
+	for _, t := range todo {
+		i := index[t.ID]
+		full := ReportNodeOf(v.Nodes[i])
+		var edges []ReportEdge
+		for _, e := range v.Edges[edgeStart[i]:edgeStart[i+1]] {
+			edges = append(edges, ReportEdge{From: e.From, To: e.To})
+		}
+		it := item{pos: pagePos{rank(t.Status), t.Seq}}
+		cut := func(n int) int {
+			it.node = full
+			omitted := 0
+			for _, c := range []int{
+				cutInto(&it.node.DependsOn, n), cutInto(&it.node.Dependents, n),
+				cutInto(&it.node.WaitingOn, n), cutInto(&it.node.BlockedBy, n),
+			} {
+				omitted += c
+			}
+			it.edges, _ = cutList(edges, n)
+			it.node.OmittedDeps = omitted
+			return omitted
+		}
+		size := func(n int) int {
+			if cut(n) > 0 {
+				it.node.OmittedDeps = len(full.DependsOn) + len(full.Dependents) + len(full.WaitingOn) + len(full.BlockedBy)
+			}
+			return jsonSize(it.node) + jsonSize(it.edges) + jsonsize.String(t.ID) + 2
+		}
+		longest := max(len(full.DependsOn), len(full.Dependents), len(full.WaitingOn), len(full.BlockedBy))
+		n := fitLists(longest, itemMax, size)
+		s := size(n)
+		if used+s > limit && len(page) > 0 {
+			break
+		}
+		if cut(n) > 0 {
+			cutDeps++
+		}
+		used += s
+		page = append(page, item{node: it.node, edges: it.edges, pos: it.pos})
+	}
+
+	build := func(page []item) {
+		out.Nodes, out.Edges, out.Order = out.Nodes[:0], out.Edges[:0], out.Order[:0]
+		on := make(map[string]bool, len(page))
+		for _, it := range page {
+			out.Nodes = append(out.Nodes, it.node)
+			out.Edges = append(out.Edges, it.edges...)
+			on[it.node.ID] = true
+		}
+		for _, id := range v.Order {
+			if on[id] {
+				out.Order = append(out.Order, id)
+			}
+		}
+		out.OmittedNodes, out.NextCursor = len(todo)-len(page), nil
+		if len(page) < len(todo) {
+			c := page[len(page)-1].pos.String()
+			out.NextCursor = &c
+		}
+	}
+	build(page)
+	for jsonSize(out) > limit && len(page) > 1 { // see Status: a guard, not the plan
+		page = page[:len(page)-1]
+		build(page)
+	}
+	whole := after == nil && out.OmittedNodes == 0
+	if whole && drawn(v.Mermaid) && used-4+jsonsize.String(v.Mermaid) <= limit {
+		out.Mermaid = &v.Mermaid
+		if jsonSize(out) > limit {
+			out.Mermaid = nil
+		}
+	}
+
+	if out.OmittedNodes > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%s of %d not shown: the result is limited to %s; pass cursor %q for the next page.",
+			plural(out.OmittedNodes, "task"), len(todo), sizeText(limit), *out.NextCursor))
+	}
+	switch {
+	case out.Mermaid != nil:
+	case !drawn(v.Mermaid):
+		out.Notes = append(out.Notes, fmt.Sprintf("No Mermaid chart: a graph of more than %d tasks or %d dependencies is not drawn.", mermaidMaxNodes, mermaidMaxEdges))
+	case whole:
+		out.Notes = append(out.Notes, "No Mermaid chart: the graph and its chart do not fit in one result; `mcp-harness tasks graph "+s.Graph.ID+" --mermaid` in a shell prints it.")
+	}
+	if cutDeps > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("The dependency lists of %s were cut to fit (omittedDeps counts what is missing); `mcp-harness tasks graph %s --json` in a shell prints them whole.",
+			plural(cutDeps, "task"), s.Graph.ID))
+	}
+	return out, nil
+}
+
+// cutInto cuts *list to at most n entries and returns how many it left out.
+func cutInto[T any](list *[]T, n int) int {
+	var omitted int
+	*list, omitted = cutList(*list, n)
+	return omitted
 }

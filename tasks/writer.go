@@ -3,87 +3,245 @@ package tasks
 // This file owns the write queue: every change of a task's state is queued with e.mu held
 // (sendLocked), so the queue keeps the order of changes, and one goroutine, writeLoop,
 // commits whatever has queued up in one transaction. e.writer tracks writeLoop; Close
-// closes e.writes once nothing can queue any more (see Engine).
+// closes the queue once nothing can queue any more (see Engine).
+//
+// A write the database refuses (another process holds its lock past the busy timeout, a
+// full disk) is never dropped: writeLoop keeps the batch and everything queued after it,
+// in order, and retries with backoff, saying once that it waits and once that it is
+// through. The queue has no bound, so queuing never blocks the engine while the writer
+// waits. A task that is to start waits until its running state is written (see
+// scheduleLocked), so nothing starts that the database could not record. At shutdown,
+// once the deadline has passed with states still unwritten, the writer saves them beside
+// the database (store.SaveUnrecorded) and the runner that reconciles this one applies them
+// (see reap), so the record ends as this runner saw it.
 
 import (
-	"context"
+	"sync"
+	"time"
 
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
 // writeItem is one entry of the write queue: a task's new state, a graph that finished
 // (to archive once its last state is committed), or a barrier (closed once everything
-// queued before it is committed).
+// queued before it is committed, or saved for the next runner).
 type writeItem struct {
 	update   *store.TaskUpdate
 	finished string
 	barrier  chan struct{}
 }
 
+// writeQueue is the unbounded queue between the engine and writeLoop.
+type writeQueue struct {
+	mu     sync.Mutex
+	items  []writeItem
+	closed bool
+	ready  chan struct{} // holds a token while there is something to take
+}
+
+func newWriteQueue() *writeQueue { return &writeQueue{ready: make(chan struct{}, 1)} }
+
+func (q *writeQueue) push(it writeItem) {
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *writeQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *writeQueue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take returns everything queued so far, and whether the queue is closed.
+func (q *writeQueue) take() ([]writeItem, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items, q.closed
+}
+
+// Bounds of the wait between two attempts at a write the database refused. Each attempt
+// itself waits up to the store's busy timeout for the lock.
+const (
+	writeBackoffMin = 50 * time.Millisecond
+	writeBackoffMax = 2 * time.Second
+)
+
+// maxBatch caps the states committed in one transaction.
+const maxBatch = 4096
+
 // sendLocked queues t's current state for the store. Called with e.mu held, so the queue
 // holds every task's changes in the order they happened.
 func (e *Engine) sendLocked(t *task) {
-	e.writes <- writeItem{update: &store.TaskUpdate{GraphID: t.row.GraphID, TaskID: t.row.ID, TaskState: t.row.TaskState}}
+	e.writes.push(writeItem{update: &store.TaskUpdate{GraphID: t.row.GraphID, TaskID: t.row.ID, TaskState: t.row.TaskState}})
 }
 
 // barrierLocked returns a channel that is closed once everything queued so far is in the
-// store.
+// store (or, past the shutdown deadline, saved for the next runner).
 func (e *Engine) barrierLocked() <-chan struct{} {
 	ch := make(chan struct{})
-	e.writes <- writeItem{barrier: ch}
+	e.writes.push(writeItem{barrier: ch})
 	return ch
 }
 
+// giveUpWrites tells the writer to stop waiting for the database and save what it could
+// not write (see writeLoop).
+func (e *Engine) giveUpWrites() {
+	e.giveUpOnce.Do(func() {
+		close(e.giveUp)
+		e.cancelWrites() // an attempt waiting on the lock ends now
+	})
+}
+
+func (e *Engine) givenUp() bool {
+	select {
+	case <-e.giveUp:
+		return true
+	default:
+		return false
+	}
+}
+
 // writeLoop commits queued state changes, everything queued so far in one transaction,
-// then wakes whoever waits on the graphs concerned.
+// then wakes whoever waits on the graphs concerned. It ends once the queue is closed and
+// everything in it is written (or saved, see giveUpWrites).
 func (e *Engine) writeLoop() {
 	defer e.writer.Done()
-	ctx := context.Background()
-	for first := range e.writes {
-		batch := []writeItem{first}
-		open := true
-	drain:
-		for len(batch) < 4096 {
+	defer close(e.wrote)
+	var (
+		pending      []writeItem
+		failingSince time.Time
+		backoff      = writeBackoffMin
+		saved        int
+	)
+	for {
+		items, closed := e.writes.take()
+		pending = append(pending, items...)
+		if len(pending) == 0 {
+			if closed {
+				return
+			}
+			<-e.writes.ready
+			continue
+		}
+		if e.givenUp() {
+			saved += e.saveUnrecorded(pending, saved == 0)
+			pending = nil
+			continue
+		}
+		n := min(len(pending), maxBatch)
+		if err := e.commit(pending[:n]); err != nil {
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+				e.log.Warn("waiting for the database to record task states: they stay queued, in order, and are retried until it takes them",
+					"queued", countUpdates(pending), "err", err)
+			}
+			timer := time.NewTimer(backoff)
 			select {
-			case more, ok := <-e.writes:
-				if !ok {
-					open = false
-					break drain
-				}
-				batch = append(batch, more)
-			default:
-				break drain
+			case <-timer.C:
+			case <-e.giveUp:
+				timer.Stop()
 			}
+			backoff = min(2*backoff, writeBackoffMax)
+			continue
 		}
-		var updates []store.TaskUpdate
-		for _, it := range batch {
-			if it.update != nil {
-				updates = append(updates, *it.update)
-			}
+		if !failingSince.IsZero() {
+			e.log.Info("the database records task states again", "waited", time.Since(failingSince).Round(time.Millisecond))
+			failingSince, backoff = time.Time{}, writeBackoffMin
 		}
-		if err := e.cfg.DB.UpdateTasks(ctx, e.cfg.RunnerID, updates); err != nil {
-			e.log.Error("recording task states", "tasks", len(updates), "err", err)
-		}
-		seen := map[string]bool{}
-		for _, u := range updates {
-			if !seen[u.GraphID] {
-				seen[u.GraphID] = true
-				e.changes.fire(u.GraphID)
-			}
-		}
-		for _, it := range batch {
-			switch {
-			case it.barrier != nil:
-				close(it.barrier)
-			case it.finished != "":
-				select {
-				case e.spoolq <- it.finished:
-				default: // a full queue: the next sweep finds the graph unarchived
-				}
-			}
-		}
-		if !open {
-			return
+		e.settle(pending[:n], true)
+		pending = pending[n:]
+		if len(pending) == 0 {
+			pending = nil
 		}
 	}
+}
+
+// commit writes the task states of batch in one transaction, in the name of the runner's
+// current epoch (held for the time of the write: see lease.go).
+func (e *Engine) commit(batch []writeItem) error {
+	var updates []store.TaskUpdate
+	for _, it := range batch {
+		if it.update != nil {
+			updates = append(updates, *it.update)
+		}
+	}
+	if len(updates) == 0 {
+		return nil
+	}
+	e.epochMu.RLock()
+	defer e.epochMu.RUnlock()
+	return e.cfg.DB.UpdateTasks(e.writeCtx, e.epoch, updates)
+}
+
+// settle does what follows a batch's commit: whoever waits on its graphs is woken, its
+// barriers are closed and its finished graphs are handed to the archiver (only once they
+// are written: a graph whose states were saved for the next runner is archived by it).
+func (e *Engine) settle(batch []writeItem, written bool) {
+	seen := map[string]bool{}
+	for _, it := range batch {
+		if u := it.update; u != nil && !seen[u.GraphID] {
+			seen[u.GraphID] = true
+			e.changes.fire(u.GraphID)
+		}
+	}
+	for _, it := range batch {
+		switch {
+		case it.barrier != nil:
+			close(it.barrier)
+		case it.finished != "" && written:
+			select {
+			case e.spoolq <- it.finished:
+			default: // a full queue: the next sweep finds the graph unarchived
+			}
+		}
+	}
+}
+
+// saveUnrecorded saves the states of batch that the database did not take by the
+// shutdown deadline, for the next runner (see store.SaveUnrecorded), and returns how many
+// it saved.
+func (e *Engine) saveUnrecorded(batch []writeItem, first bool) int {
+	var updates []store.TaskUpdate
+	for _, it := range batch {
+		if it.update != nil {
+			updates = append(updates, *it.update)
+		}
+	}
+	defer e.settle(batch, false)
+	if len(updates) == 0 {
+		return 0
+	}
+	path, err := e.cfg.DB.SaveUnrecorded(e.RunnerID(), updates)
+	if err != nil {
+		e.log.Error("the database could not be written before the shutdown deadline, nor could the task states be saved for the next runner: they are lost",
+			"states", len(updates), "err", err)
+		return 0
+	}
+	if first {
+		e.log.Warn("the database could not be written before the shutdown deadline: the task states not yet recorded are saved for the next runner on this workspace to record",
+			"states", len(updates), "file", path)
+	}
+	return len(updates)
+}
+
+func countUpdates(items []writeItem) int {
+	n := 0
+	for _, it := range items {
+		if it.update != nil {
+			n++
+		}
+	}
+	return n
 }

@@ -1,8 +1,12 @@
 package tools
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"regexp"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -22,20 +26,31 @@ const (
 	codeCwdOutsideWorkspace = "CWD_OUTSIDE_WORKSPACE"
 	codeLimitExceeded       = "LIMIT_EXCEEDED"
 	codeSessionExited       = "SESSION_EXITED"
+	codeBusy                = "BUSY"           // retry later: the server is at a limit of calls in flight, or a shell runs a command
+	codeNoIntegration       = "NO_INTEGRATION" // run needs a shell that reports its prompts
 	codeInternal            = "INTERNAL"
 )
 
 // errInvalid marks argument problems caught in this package.
 var errInvalid = errors.New("invalid argument")
 
+// invalidError is an argument problem caught in this package: its message is the sentence
+// the caller reads after the code, without the sentinel's words.
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string        { return e.msg }
+func (e *invalidError) Is(target error) bool { return target == errInvalid }
+
 // invalidf reports a bad argument with a message that says what to change.
 func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{errInvalid}, args...)...)
+	return &invalidError{fmt.Sprintf(format, args...)}
 }
 
 // codeOf is the one map from engine errors to the contract's codes.
 func codeOf(err error) string {
 	switch {
+	case errors.Is(err, store.ErrBusy): // another process holds the database's lock
+		return codeBusy
 	case errors.Is(err, tasks.ErrCycle):
 		return codeCycle
 	case errors.Is(err, tasks.ErrUnknownDependency):
@@ -44,7 +59,7 @@ func codeOf(err error) string {
 		return codeDuplicateTaskID
 	case errors.Is(err, tasks.ErrLimit):
 		return codeLimitExceeded
-	case errors.Is(err, store.ErrOutsideWorkspace):
+	case errors.Is(err, store.ErrOutsideWorkspace), errors.Is(err, store.ErrStateDir):
 		return codeCwdOutsideWorkspace
 	case errors.Is(err, errInvalid), errors.Is(err, store.ErrBadDir),
 		errors.Is(err, pty.ErrInvalid), errors.Is(err, pty.ErrUnknownKey), errors.Is(err, tasks.ErrInvalid):
@@ -55,6 +70,10 @@ func codeOf(err error) string {
 		return codeLimitExceeded
 	case errors.Is(err, pty.ErrExited):
 		return codeSessionExited
+	case errors.Is(err, pty.ErrBusy):
+		return codeBusy
+	case errors.Is(err, pty.ErrNoIntegration):
+		return codeNoIntegration
 	}
 	return codeInternal
 }
@@ -63,23 +82,76 @@ func codeOf(err error) string {
 // Errors the caller cannot fix are logged, since their details belong in our logs.
 func (s *Server) toolError(tool string, err error) *mcp.CallToolResult {
 	code := codeOf(err)
-	if code == codeInternal {
+	switch {
+	case errors.Is(err, context.Canceled):
+		// The client cancelled the call (it gets no answer) or the server is shutting
+		// down: nothing failed.
+		s.log.Debug("tool call cancelled", "tool", tool, "err", err)
+	case code == codeInternal:
 		s.log.Error("tool failed", "tool", tool, "err", err)
-	} else {
+	default:
 		s.log.Debug("tool refused", "tool", tool, "code", code, "err", err)
 	}
-	return mcp.NewToolResultError(code + ": " + err.Error() + hint(err))
+	return mcp.NewToolResultError(code + ": " + errorText(tool, code, err))
 }
 
-// hint says what to do next when the error message alone does not.
+// hint says what to do next when the error message alone does not (pty's ErrExited says
+// it: read without input, or close).
 func hint(err error) string {
 	switch {
 	case errors.Is(err, pty.ErrNoSession):
 		return "; shell_list shows the sessions that exist"
-	case errors.Is(err, pty.ErrExited):
-		return "; read what it printed with shell_io (no input), then shell_close it"
 	case errors.Is(err, tasks.ErrNotFound):
 		return "; tasks_list shows the graphs and tasks that exist"
 	}
 	return ""
+}
+
+// errorText is what a failed result says after its code: one sentence saying what was wrong
+// and what to change. Engines name the operation and the sentinel in their errors
+// ("pty.IO: ...", "invalid argument: ..."), which is right for the log but noise to a
+// model, whose code already says it: both are taken off. An internal error says in words
+// what failed; its detail goes to the log (see toolError), not to the model.
+func errorText(tool, code string, err error) string {
+	if code == codeInternal {
+		return internalMessage(tool, err)
+	}
+	msg := err.Error()
+	for {
+		trimmed := goOp.ReplaceAllString(msg, "")
+		for _, sentinel := range []error{tasks.ErrInvalid, tasks.ErrLimit, pty.ErrInvalid, errInvalid} {
+			trimmed = strings.TrimPrefix(trimmed, sentinel.Error()+": ")
+		}
+		if trimmed == msg {
+			break
+		}
+		msg = trimmed
+	}
+	return msg + hint(err)
+}
+
+// goOp matches the operation an engine error starts with: "pty.IO: ".
+var goOp = regexp.MustCompile(`^[a-z]+\.[A-Z][A-Za-z]*: `)
+
+// internalMessage says what failed when the server is at fault, in words a model can
+// relay: which part gave way, and that retrying may help.
+func internalMessage(tool string, err error) string {
+	var what string
+	var pathErr *fs.PathError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		what = "an operation ran out of time"
+	case errors.As(err, &pathErr):
+		what = "a file in the workspace's state directory could not be read or written"
+		if errors.Is(err, fs.ErrNotExist) {
+			what = "a file in the workspace's state directory is missing"
+		}
+	case errors.Is(err, tasks.ErrClosed), errors.Is(err, pty.ErrClosed):
+		what = "the server is shutting down"
+	case strings.Contains(err.Error(), "database") || strings.Contains(err.Error(), "sqlite"):
+		what = "the workspace database did not answer"
+	default:
+		what = "something went wrong inside the server"
+	}
+	return fmt.Sprintf("%s failed: %s (the details are in the server's log); try again, and report it if it goes on", tool, what)
 }

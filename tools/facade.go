@@ -1,18 +1,35 @@
 package tools
 
 // The facade is a small JSON-RPC layer between the client's stdio and mcp-go's stdio server.
-// Every line the client sends passes through relay, every line mcp-go writes through Write.
+// Every line the client sends passes through read and route, every line mcp-go writes
+// through Write. It does what mcp-go's stdio server does not, or not as the spec and the
+// tool contract want:
 //
-// Always, it drops a notifications/progress whose request has already been answered (or
-// cancelled): mcp-go writes notifications from a goroutine of its own, so without this a
-// late one could follow its call's response on the wire.
+//   - Input is read in lines of at most maxLineBytes: an oversized message is answered with
+//     a JSON-RPC error and skipped without being held whole (lines.go). A last line without
+//     a newline is a message too (mcp-go drops it).
+//   - Before initialize, only initialize and ping are served; any other request gets a
+//     JSON-RPC error (-32600). A request of the 2026-07-28 revision, which carries its
+//     protocol version in _meta and needs no handshake, is served.
+//   - tools/call requests are run here, each on its own goroutine, through mcp-go's
+//     MCPServer.HandleMessage (dispatch.go), never on mcp-go's worker pool: there a call
+//     that waits holds one of at most 100 workers, quick calls queue behind waits, and once
+//     its queue is full mcp-go reads no more input, not even a cancellation or the end of
+//     stdin. The reader never blocks on a call, and calls that wait are capped (BUSY).
+//   - notifications/cancelled ends the call it names at once, and the call gets no
+//     response, as the spec says; nothing is logged as an error.
+//   - A notifications/progress whose request has already been answered (or cancelled) is
+//     dropped: mcp-go writes notifications from a goroutine of its own, so without this a
+//     late one could follow its call's response on the wire.
 //
 // With --mcp-tasks it also serves the MCP Tasks extension (io.modelcontextprotocol/tasks,
 // revision 2026-07-28, SEP-2663) over our task graphs, the tasks_* tools staying canonical:
 //   - the extension is advertised in the server's capabilities.extensions;
-//   - the response to a tools/call of tasks_run whose request declares the extension in
-//     _meta["io.modelcontextprotocol/clientCapabilities"].extensions becomes a
-//     CreateTaskResult (resultType "task") whose taskId is the graph id. tasks_run answers
+//   - a client declares the extension in initialize's capabilities.extensions, for the
+//     whole session, or in a request's
+//     _meta["io.modelcontextprotocol/clientCapabilities"].extensions, for that request;
+//   - the response to a tools/call of tasks_run from a client that declared the extension
+//     becomes a CreateTaskResult (resultType "task") whose taskId is the graph id. tasks_run answers
 //     once the graph is stored, so a tasks/get for it resolves at once. A refused graph
 //     (isError) stays a plain tool result: there is no task to poll;
 //   - tasks/get, tasks/update and tasks/cancel are answered here, never reaching mcp-go.
@@ -21,13 +38,13 @@ package tools
 // cancels the handler's context once the task is created (mcp-go issue 897).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +52,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-harness/mcp-harness/internal/quote"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
@@ -79,18 +97,25 @@ type rpcError struct {
 	Data    any    `json:"data,omitempty"`
 }
 
-// message is what the facade reads of a JSON-RPC message.
-type message struct {
+// rpcMessage is what the facade reads of a JSON-RPC message.
+type rpcMessage struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
 }
 
-// call is a request mcp-go has not answered yet that the facade must remember.
+// call is a request not answered yet that the facade must remember: a tools/call it runs,
+// or a request for mcp-go that carries a progress token.
 type call struct {
 	token string // its progress token (jsonKey), "" for none
 	task  bool   // a tasks_run that declared the extension: answer with a task
+
+	// Of a tools/call the facade runs (tool is true):
+	tool      bool
+	wait      bool               // it counts against Config.MaxWaits
+	cancel    context.CancelFunc // ends it: notifications/cancelled, or the end of input
+	cancelled bool               // the client cancelled it: it gets no response
 }
 
 type facade struct {
@@ -100,14 +125,31 @@ type facade struct {
 
 	in *io.PipeReader // what mcp-go reads
 
-	mu      sync.Mutex // serialises writes to out; guards what follows
-	out     io.Writer
-	partial []byte          // the start of a line mcp-go has not finished writing
-	calls   map[string]call // by request id (jsonKey)
-	tokens  map[string]int  // progress tokens of unanswered requests
-	closed  bool
+	// callCtx is what the tools/calls the facade runs derive from: mcp-go's context with
+	// its stdio session (progress notifications go through it), set by start.
+	// cancelCalls ends them all.
+	callCtx     context.Context
+	cancelCalls context.CancelFunc
 
-	wg sync.WaitGroup // requests the facade answers itself
+	// wmu serialises writes to out with the decisions that go with them (is the call
+	// answered, is this progress late), so lines reach the wire in the order decided. It
+	// is taken before mu, and never by route: a client slow to read its output does not
+	// stop the facade from reading a cancellation or the end of input.
+	wmu     sync.Mutex
+	out     io.Writer
+	partial []byte // the start of a line mcp-go has not finished writing; under wmu
+
+	mu          sync.Mutex       // guards what follows
+	calls       map[string]*call // by request id (jsonKey)
+	tokens      map[string]int   // progress tokens of unanswered requests
+	initialized bool             // an initialize request has come
+	declared    bool             // initialize declared the Tasks extension: for the whole session
+	running     int              // tools/calls in flight
+	waiting     int              // of which may wait
+	stopping    bool             // the input ended or Listen is returning: start nothing new
+	closed      bool             // Listen has returned: write nothing
+
+	wg sync.WaitGroup // the requests the facade answers itself (Add under mu, while !stopping)
 }
 
 // newFacade puts a facade in front of out and, with --mcp-tasks, advertises the extension.
@@ -116,96 +158,232 @@ func (s *Server) newFacade(ctx context.Context, out io.Writer) *facade {
 	if s.cfg.MCPTasks {
 		server.WithExtensions(map[string]any{tasksExtension: map[string]any{}})(s.mcp)
 	}
-	return &facade{s: s, ctx: ctx, tasks: s.cfg.MCPTasks, out: out, calls: map[string]call{}, tokens: map[string]int{}}
+	f := &facade{s: s, ctx: ctx, tasks: s.cfg.MCPTasks, out: out, calls: map[string]*call{}, tokens: map[string]int{}}
+	f.callCtx, f.cancelCalls = context.WithCancel(ctx)
+	return f
 }
 
-// relay returns what mcp-go reads: the client's lines from in, less those the facade
-// answers itself. It ends (EOF) when in does.
-func (f *facade) relay(in io.Reader) io.Reader {
+// listen runs mcp-go's stdio server behind the facade f until in ends or ctx is cancelled
+// (see Server.Listen).
+func (s *Server) listen(ctx context.Context, in io.Reader, f *facade) error {
+	stdio := server.NewStdioServer(s.mcp)
+	stdio.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
 	pr, pw := io.Pipe()
 	f.in = pr
-	go func() {
-		r := bufio.NewReader(in)
-		for {
-			line, err := r.ReadBytes('\n')
-			if len(line) > 0 && !f.intercept(line) {
-				if _, werr := pw.Write(line); werr != nil {
-					return // mcp-go stopped reading
-				}
-			}
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					err = nil
-				}
-				pw.CloseWithError(err)
-				return
-			}
-		}
-	}()
-	return pr
+	// mcp-go registers its stdio session, then calls the context func: the facade starts
+	// reading there, so the tool calls it runs carry that session.
+	stdio.SetContextFunc(func(sessionCtx context.Context) context.Context {
+		f.start(sessionCtx, in, pw)
+		return sessionCtx
+	})
+	err := stdio.Listen(ctx, pr, f)
+	f.close()
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
-// close waits for the requests the facade is answering; nothing is written after it. A
-// relay still blocked reading the client's input ends when that input does.
+// start begins reading the client's input from in, passing to w what mcp-go must see.
+// sessionCtx is mcp-go's context for its stdio session: tool calls run in it.
+func (f *facade) start(sessionCtx context.Context, in io.Reader, w *io.PipeWriter) {
+	f.mu.Lock()
+	f.cancelCalls()
+	f.callCtx, f.cancelCalls = context.WithCancel(sessionCtx)
+	f.mu.Unlock()
+	go f.read(in, w)
+}
+
+// read routes the client's messages until its input ends. Nothing here waits for a call:
+// a cancellation or the end of the input is always read at once. At the end, the calls
+// still running are cancelled and answered before mcp-go is told (it then stops and
+// Listen returns).
+func (f *facade) read(in io.Reader, w *io.PipeWriter) {
+	lr := newLineReader(in, maxLineBytes)
+	for {
+		line, err := lr.next()
+		var long *lineTooLongError
+		if errors.As(err, &long) {
+			f.refuseLong(long)
+			continue
+		}
+		if len(bytes.TrimSpace(line)) > 0 && f.route(line) {
+			if line[len(line)-1] != '\n' {
+				line = append(line, '\n') // mcp-go drops a line without one
+			}
+			if _, werr := w.Write(line); werr != nil {
+				return // mcp-go stopped reading
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			} else {
+				f.s.log.Warn("reading the client's input", "err", err)
+			}
+			f.stopCalls()
+			w.CloseWithError(err)
+			return
+		}
+	}
+}
+
+// close ends what the facade runs and waits for it; nothing is written after it. A read
+// still blocked on the client's input (Listen returned on a signal) ends when that input
+// does, writing nothing.
 func (f *facade) close() {
+	f.stopCalls()
+	if f.in != nil {
+		f.in.Close() // unblocks a read waiting for mcp-go to take a line
+	}
+	f.wmu.Lock()
 	f.mu.Lock()
 	f.closed = true
 	f.mu.Unlock()
-	if f.in != nil {
-		f.in.Close() // unblocks a relay waiting for mcp-go to read
-	}
+	f.wmu.Unlock()
+}
+
+// stopCalls cancels the calls in flight and waits until each has answered.
+func (f *facade) stopCalls() {
+	f.mu.Lock()
+	f.stopping = true
+	cancel := f.cancelCalls
+	f.mu.Unlock()
+	cancel()
 	f.wg.Wait()
 }
 
-// intercept notes what the facade must know of a client message and reports whether the
-// facade answers it itself (then mcp-go never sees it).
-func (f *facade) intercept(line []byte) bool {
-	var m message
+// route does what a client message asks of the facade and reports whether mcp-go must see
+// it too.
+func (f *facade) route(line []byte) bool {
+	var m rpcMessage
 	if json.Unmarshal(line, &m) != nil || m.Method == "" {
-		return false // mcp-go answers what does not parse; responses to our requests pass
+		return true // mcp-go answers what does not parse; responses to its requests pass
 	}
 	params := members(m.Params)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return true
-	}
 	id, isRequest := jsonKey(m.ID)
-	switch {
-	case m.Method == "notifications/cancelled":
-		if reqID, ok := jsonKey(params["requestId"]); ok {
-			f.answeredLocked(reqID) // no progress after a cancel either
+	if !isRequest && len(m.ID) > 0 && string(m.ID) != "null" {
+		// mcp-go would run a tools/call with such an id on its own worker pool, where a
+		// wait could hold up its reader, and ours behind it.
+		f.reply(nil, nil, &rpcError{Code: mcp.INVALID_REQUEST, Message: fmt.Sprintf("%s: the id must be a string or a number", quote.Short(m.Method))})
+		return false
+	}
+	if !isRequest {
+		if m.Method == "notifications/cancelled" {
+			f.cancelled(params)
 		}
-	case !isRequest: // another notification: nothing to note
+		return true // mcp-go cancels its own requests, notes notifications/initialized
+	}
+	if rerr := f.admit(m.Method, params); rerr != nil {
+		f.reply(m.ID, nil, rerr)
+		return false
+	}
+	switch {
+	case m.Method == "tools/call":
+		f.dispatch(m, id, params, line)
+		return false
 	case f.tasks && (m.Method == "tasks/get" || m.Method == "tasks/update" || m.Method == "tasks/cancel"):
 		// (tasks/list and tasks/result, of the older revision, go on to mcp-go, which refuses them.)
-		f.wg.Go(func() {
+		f.goAnswer(func() {
 			result, rerr := f.handle(m.Method, m.Params)
 			f.reply(m.ID, result, rerr)
 		})
-		return true
-	default:
-		meta := members(params["_meta"])
-		token, hasToken := jsonKey(meta["progressToken"])
-		var name string
-		_ = json.Unmarshal(params["name"], &name)
-		asTask := f.tasks && m.Method == "tools/call" && name == "tasks_run" && declaresTasks(meta)
-		if hasToken || asTask {
-			f.answeredLocked(id) // a reused id: forget the old call
-			f.calls[id] = call{token: token, task: asTask}
-			if hasToken {
-				f.tokens[token]++
-			}
-		}
+		return false
 	}
-	return false
+	meta := members(params["_meta"])
+	if token, ok := jsonKey(meta["progressToken"]); ok {
+		f.mu.Lock()
+		f.trackLocked(id, &call{token: token})
+		f.mu.Unlock()
+	}
+	return true
+}
+
+// admit refuses a request that comes too early: before initialize, only initialize and
+// ping are served (the spec's lifecycle), unless the request is of the 2026-07-28
+// revision, which needs no handshake.
+func (f *facade) admit(method string, params map[string]json.RawMessage) *rpcError {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if method == "initialize" {
+		f.initialized = true
+		// A client declares an extension once, in initialize's capabilities.extensions, and
+		// may repeat it in a request's _meta: either holds (declaresLocked).
+		exts := members(members(params["capabilities"])["extensions"])
+		f.declared = members(exts[tasksExtension]) != nil
+	}
+	if f.initialized || method == "ping" || statelessRequest(params) {
+		return nil
+	}
+	return &rpcError{Code: mcp.INVALID_REQUEST, Message: fmt.Sprintf(
+		"%s before initialize: the session is not initialized; send initialize first (then notifications/initialized), only ping is answered before it",
+		quote.Short(method))}
+}
+
+// statelessRequest reports a request of the 2026-07-28 revision or later, which carries
+// its protocol version in _meta instead of a handshake.
+func statelessRequest(params map[string]json.RawMessage) bool {
+	var version string
+	_ = json.Unmarshal(members(params["_meta"])[mcp.MetaKeyProtocolVersion], &version)
+	return mcp.IsModernProtocol(version)
+}
+
+// cancelled handles notifications/cancelled: a call the facade runs is ended now and will
+// get no response; progress of the request stops either way.
+func (f *facade) cancelled(params map[string]json.RawMessage) {
+	id, ok := jsonKey(params["requestId"])
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.answeredLocked(id); ok && c.tool {
+		c.cancelled = true
+		c.cancel()
+	}
+}
+
+// goAnswer runs answer on a goroutine the facade waits for, unless it is stopping.
+func (f *facade) goAnswer(answer func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopping {
+		return
+	}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		answer()
+	}()
+}
+
+// refuseLong answers a message over maxLineBytes, by its id when its first bytes hold one.
+func (f *facade) refuseLong(e *lineTooLongError) {
+	id, method := peekRequest(e.prefix)
+	f.s.log.Warn("refused an oversized message", "bytes", e.size, "limit", maxLineBytes, "method", quote.Short(method))
+	what := "a message"
+	if method != "" {
+		what = "a " + quote.Short(method) + " message"
+	}
+	f.reply(id, nil, &rpcError{Code: mcp.INVALID_REQUEST, Message: fmt.Sprintf(
+		"%s of %d bytes was refused: at most %d bytes are accepted per message; send less in one call (put a long input or script in a file in the workspace)",
+		what, e.size, maxLineBytes)})
+}
+
+// trackLocked remembers an unanswered request, forgetting an older one with its id.
+func (f *facade) trackLocked(id string, c *call) {
+	f.answeredLocked(id)
+	f.calls[id] = c
+	if c.token != "" {
+		f.tokens[c.token]++
+	}
 }
 
 // answeredLocked forgets a request: its progress notifications are dropped from now on.
-func (f *facade) answeredLocked(id string) (call, bool) {
+func (f *facade) answeredLocked(id string) (*call, bool) {
 	c, ok := f.calls[id]
 	if !ok {
-		return call{}, false
+		return nil, false
 	}
 	delete(f.calls, id)
 	if c.token != "" {
@@ -218,12 +396,15 @@ func (f *facade) answeredLocked(id string) (call, bool) {
 
 var progressMethod = []byte(`"notifications/progress"`)
 
-// Write takes what mcp-go writes to the client, line by line: it drops progress
-// notifications of answered requests and turns a task call's response into a task.
+// Write takes what mcp-go writes to the client, line by line, and drops progress
+// notifications of answered requests.
 func (f *facade) Write(p []byte) (int, error) {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	var lines [][]byte
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.closed {
+		f.mu.Unlock()
 		return len(p), nil // Listen has returned: a straggling notification goes nowhere
 	}
 	f.partial = append(f.partial, p...)
@@ -232,11 +413,13 @@ func (f *facade) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		line := f.filterLocked(f.partial[:i+1])
-		f.partial = f.partial[i+1:]
-		if line == nil {
-			continue
+		if line := f.filterLocked(f.partial[:i+1]); line != nil {
+			lines = append(lines, line)
 		}
+		f.partial = f.partial[i+1:]
+	}
+	f.mu.Unlock()
+	for _, line := range lines {
 		if _, err := f.out.Write(line); err != nil {
 			return 0, err
 		}
@@ -245,12 +428,12 @@ func (f *facade) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// filterLocked is what becomes of a line mcp-go writes: itself, another line, or nil.
+// filterLocked is what becomes of a line mcp-go writes: itself, or nil.
 func (f *facade) filterLocked(line []byte) []byte {
 	if len(f.calls) == 0 && !bytes.Contains(line, progressMethod) {
 		return line // the usual case: nothing to look at
 	}
-	var m message
+	var m rpcMessage
 	if json.Unmarshal(line, &m) != nil {
 		return line
 	}
@@ -261,19 +444,21 @@ func (f *facade) filterLocked(line []byte) []byte {
 		}
 		return line
 	}
-	id, ok := jsonKey(m.ID)
-	if m.Method != "" || !ok {
-		return line
-	}
-	if c, ok := f.answeredLocked(id); ok && c.task {
-		return f.asTask(m, line)
+	if id, ok := jsonKey(m.ID); ok && m.Method == "" {
+		if c := f.calls[id]; c != nil && !c.tool {
+			f.answeredLocked(id)
+		}
 	}
 	return line
 }
 
 // asTask rewrites the response to a tasks_run call as a CreateTaskResult; a refused
 // graph's response (isError) stays as it is.
-func (f *facade) asTask(m message, line []byte) []byte {
+func (f *facade) asTask(line []byte) []byte {
+	var m rpcMessage
+	if json.Unmarshal(line, &m) != nil {
+		return line
+	}
 	var res struct {
 		Meta              json.RawMessage `json:"_meta"`
 		IsError           bool            `json:"isError"`
@@ -304,9 +489,20 @@ func (f *facade) reply(id json.RawMessage, result any, rerr *rpcError) {
 	if err != nil {
 		b, _ = json.Marshal(response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: err.Error()}})
 	}
+	f.writeLine(append(b, '\n'))
+}
+
+// writeLine writes one whole line to the client, unless Listen has returned.
+func (f *facade) writeLine(line []byte) {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, err := f.out.Write(append(b, '\n')); err != nil {
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
+		return
+	}
+	if _, err := f.out.Write(line); err != nil {
 		f.s.log.Warn("write response", "err", err)
 	}
 }
@@ -317,10 +513,13 @@ func (f *facade) handle(method string, raw json.RawMessage) (any, *rpcError) {
 	if params == nil {
 		return nil, invalidParams("%s: params must be an object with a taskId", method)
 	}
-	if !declaresTasks(members(params["_meta"])) {
+	f.mu.Lock()
+	declared := f.declaresLocked(members(params["_meta"]))
+	f.mu.Unlock()
+	if !declared {
 		return nil, &rpcError{
 			Code: codeMissingCapability,
-			Message: fmt.Sprintf("Missing required client capability: %s needs the %s extension declared in params._meta[%q].extensions",
+			Message: fmt.Sprintf("Missing required client capability: %s needs the %s extension declared in initialize's capabilities.extensions or in params._meta[%q].extensions",
 				method, tasksExtension, mcp.MetaKeyClientCapabilities),
 			Data: map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}},
 		}
@@ -351,7 +550,7 @@ func (f *facade) handle(method string, raw json.RawMessage) (any, *rpcError) {
 	}
 	switch {
 	case errors.Is(err, tasks.ErrNotFound):
-		return nil, invalidParams("%s: task not found: %q (a taskId is the graphId tasks_run returned)", method, id)
+		return nil, invalidParams("%s: task not found: %s (a taskId is the graphId tasks_run returned)", method, quote.Short(id))
 	case err != nil:
 		f.s.log.Error("tasks extension", "method", method, "task", id, "err", err)
 		return nil, &rpcError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("%s: %v", method, err)}
@@ -418,6 +617,13 @@ func taskOf(snap tasks.Snapshot) task {
 		t.StatusMessage += " (" + strings.Join(parts, ", ") + ")"
 	}
 	return t
+}
+
+// declaresLocked reports whether the client declared the extension for a request with
+// this _meta: at initialize, for the whole session, or in the request itself. f.mu is
+// held.
+func (f *facade) declaresLocked(meta map[string]json.RawMessage) bool {
+	return f.declared || declaresTasks(meta)
 }
 
 // declaresTasks reports whether a request's _meta declares the extension:

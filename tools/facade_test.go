@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
@@ -87,11 +89,21 @@ func TestFacade_DropsLateProgress(t *testing.T) {
 	s := newTestServer(t)
 	var out bytes.Buffer
 	f := s.newFacade(t.Context(), &out)
+	f.route([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
 
-	if f.intercept([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"shell_io","arguments":{},"_meta":{"progressToken":"tok"}}}` + "\n")) {
-		t.Fatal("intercept took a tools/call")
+	// A request mcp-go answers, and two tools/calls the facade runs.
+	if !f.route([]byte(`{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"x","_meta":{"progressToken":"tok"}}}` + "\n")) {
+		t.Fatal("route kept a request for mcp-go")
 	}
-	f.intercept([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"tasks_status","_meta":{"progressToken":42}}}`))
+	toolCall := func(id, token string) *call {
+		c := &call{token: token, tool: true, cancel: func() {}}
+		f.mu.Lock()
+		f.trackLocked(id, c)
+		f.running++
+		f.mu.Unlock()
+		return c
+	}
+	x := toolCall(`"x"`, "42")
 	write(t, f, progressLine(`"tok"`))
 	write(t, f, progressLine(`42.0`))
 	write(t, f, progressLine(`"unknown"`))
@@ -99,7 +111,7 @@ func TestFacade_DropsLateProgress(t *testing.T) {
 		t.Fatalf("while waiting: wrote %v, want the two progress notifications of live requests", got)
 	}
 
-	response := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"notifications/progress"}]}}` + "\n"
+	response := `{"jsonrpc":"2.0","id":7,"result":{"contents":[{"uri":"x","text":"notifications/progress"}]}}` + "\n"
 	write(t, f, response[:20])
 	write(t, f, response[20:]+progressLine(`"tok"`)[:10])
 	write(t, f, progressLine(`"tok"`)[10:])
@@ -109,41 +121,56 @@ func TestFacade_DropsLateProgress(t *testing.T) {
 		t.Fatalf("after the response to 7: wrote %v, want the response and the progress of \"x\" only", got)
 	}
 
-	f.intercept([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}`))
+	f.finish(`"x"`, x, toolResponse(`"x"`))
 	write(t, f, progressLine(`42`))
+	if got := lines(t, &out); len(got) != 1 || got[0]["id"] != "x" {
+		t.Fatalf("after the response to \"x\": wrote %v, want the response alone", got)
+	}
+
+	y := toolCall(`"y"`, `"t2"`)
+	f.route([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"y"}}`))
+	write(t, f, progressLine(`"t2"`))
+	f.finish(`"y"`, y, toolResponse(`"y"`))
 	if got := lines(t, &out); len(got) != 0 {
-		t.Fatalf("after notifications/cancelled: wrote %v, want nothing", got)
+		t.Fatalf("after notifications/cancelled: wrote %v, want nothing (no progress, no response)", got)
 	}
-	if len(f.calls) != 0 || len(f.tokens) != 0 {
-		t.Errorf("facade still tracks calls %v, tokens %v", f.calls, f.tokens)
+	if len(f.calls) != 0 || len(f.tokens) != 0 || f.running != 0 {
+		t.Errorf("facade still tracks calls %v, tokens %v, %d running", f.calls, f.tokens, f.running)
 	}
+}
+
+// toolResponse is a tool call's response as mcp-go returns it to the facade.
+func toolResponse(id string) mcp.JSONRPCMessage {
+	var raw any
+	json.Unmarshal([]byte(id), &raw)
+	return mcp.NewJSONRPCResultResponse(mcp.NewRequestId(raw), mcp.NewToolResultText("done"))
 }
 
 // The response to a tasks_run that declared the extension becomes a task; without the
 // declaration, with the flag off, or for a refused graph it is left alone.
 func TestFacade_TaskResponse(t *testing.T) {
 	s := newTestServer(t, func(c *Config) { c.MCPTasks = true })
-	graphID := runGraph(t, s, map[string]any{"tasks": []any{map[string]any{"id": "a", "command": "true"}}})
 	var out bytes.Buffer
-	f := s.newFacade(t.Context(), &out)
+	on := s.newFacade(t.Context(), &out)
 	off := (&Server{cfg: Config{}, log: s.log, tasks: s.tasks, mcp: s.mcp}).newFacade(t.Context(), &out)
+	run := func(f *facade, meta string, tasks string) map[string]any {
+		t.Helper()
+		f.route([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
+		f.route([]byte(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"tasks_run","arguments":{"tasks":` + tasks + `},"_meta":` + meta + `}}`))
+		f.wg.Wait()
+		got := lines(t, &out)
+		if len(got) != 1 || got[0]["id"] != "a" {
+			t.Fatalf("wrote %v, want the response to a", got)
+		}
+		res, _ := got[0]["result"].(map[string]any)
+		return res
+	}
+	good := `[{"id":"a","command":"true"}]`
 
-	request := func(id, meta string) []byte {
-		return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"tasks_run","arguments":{},"_meta":%s}}`, id, meta))
-	}
-	response := func(id string, isError bool) string {
-		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"_meta":{"k":"v"},"content":[{"type":"text","text":"ok"}],"structuredContent":{"graphId":%q},"isError":%v}}`+"\n", id, graphID, isError)
-	}
-
-	f.intercept(request(`"a"`, declaredMeta))
-	write(t, f, response(`"a"`, false))
-	got := lines(t, &out)
-	if len(got) != 1 {
-		t.Fatalf("wrote %v", got)
-	}
-	res, _ := got[0]["result"].(map[string]any)
-	if got[0]["id"] != "a" || res["resultType"] != "task" || res["taskId"] != graphID || res["pollIntervalMs"] != 2000.0 {
-		t.Errorf("declared tasks_run answered %v, want a task for %s", got[0], graphID)
+	res := run(on, declaredMeta, good)
+	graphID, _ := res["taskId"].(string)
+	if res["resultType"] != "task" || !strings.HasPrefix(graphID, "g-") || res["pollIntervalMs"] != 2000.0 {
+		t.Errorf("declared tasks_run answered %v, want a task for its graph", res)
 	}
 	for _, k := range []string{"status", "statusMessage", "createdAt", "lastUpdatedAt", "ttlMs"} {
 		if _, ok := res[k]; !ok {
@@ -153,26 +180,42 @@ func TestFacade_TaskResponse(t *testing.T) {
 	if _, ok := res["result"]; ok {
 		t.Errorf("CreateTaskResult carries a result: %v", res)
 	}
-	if meta, _ := res["_meta"].(map[string]any); meta["k"] != "v" {
-		t.Errorf("task _meta = %v, want the tool result's", res["_meta"])
-	}
+	waitGraph(t, s, graphID, nil)
 
 	for name, tc := range map[string]struct {
-		f       *facade
-		meta    string
-		isError bool
+		f           *facade
+		meta, tasks string
+		isError     bool
 	}{
-		"NotDeclared": {f, `{}`, false},
-		"Refused":     {f, declaredMeta, true},
-		"FlagOff":     {off, declaredMeta, false},
+		"NotDeclared": {on, `{}`, good, false},
+		"Refused":     {on, declaredMeta, `[]`, true},
+		"FlagOff":     {off, declaredMeta, good, false},
 	} {
-		tc.f.intercept(request(`"b"`, tc.meta))
-		write(t, tc.f, response(`"b"`, tc.isError))
-		if got := out.String(); got != response(`"b"`, tc.isError) {
-			t.Errorf("%s: wrote %s, want the tool result unchanged", name, got)
+		res := run(tc.f, tc.meta, tc.tasks)
+		if _, isTask := res["resultType"]; isTask || res["content"] == nil || (res["isError"] == true) != tc.isError {
+			t.Errorf("%s: answered %v, want the tool result unchanged (isError %v)", name, res, tc.isError)
 		}
-		out.Reset()
+		if sc, _ := res["structuredContent"].(map[string]any); sc["graphId"] != nil {
+			waitGraph(t, s, sc["graphId"].(string), nil)
+		}
 	}
+}
+
+// The task's _meta is the tool result's.
+func TestFacade_AsTaskKeepsMeta(t *testing.T) {
+	s := newTestServer(t, func(c *Config) { c.MCPTasks = true })
+	graphID := runGraph(t, s, map[string]any{"tasks": []any{map[string]any{"id": "a", "command": "true"}}})
+	f := s.newFacade(t.Context(), &bytes.Buffer{})
+	line := fmt.Sprintf(`{"jsonrpc":"2.0","id":"a","result":{"_meta":{"k":"v"},"content":[{"type":"text","text":"ok"}],"structuredContent":{"graphId":%q}}}`+"\n", graphID)
+	var m map[string]any
+	if err := json.Unmarshal(f.asTask([]byte(line)), &m); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := m["result"].(map[string]any)
+	if meta, _ := res["_meta"].(map[string]any); res["resultType"] != "task" || meta["k"] != "v" {
+		t.Errorf("task = %v, want a task with the tool result's _meta", res)
+	}
+	waitGraph(t, s, graphID, nil)
 }
 
 // The extension's methods: every error path, and the results.
@@ -253,6 +296,7 @@ func TestFacade_Methods(t *testing.T) {
 func TestFacade_Listen(t *testing.T) {
 	s := newTestServer(t, func(c *Config) { c.MCPTasks = true })
 	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"g-nope","_meta":` + declaredMeta + `}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":{"taskId":"g-nope"}}`,
@@ -267,7 +311,7 @@ func TestFacade_Listen(t *testing.T) {
 		code, _ := e["code"].(float64)
 		codes[m["id"].(float64)] = code
 	}
-	if want := map[float64]float64{1: -32602, 2: 0, 3: -32021}; fmt.Sprint(codes) != fmt.Sprint(want) {
+	if want := map[float64]float64{0: 0, 1: -32602, 2: 0, 3: -32021}; fmt.Sprint(codes) != fmt.Sprint(want) {
 		t.Errorf("responses (id: error code) = %v, want %v", codes, want)
 	}
 }

@@ -14,20 +14,32 @@ const shutdownTimeout = 5 * time.Second
 // ctx is cancelled (the command cancels it on SIGTERM or SIGINT), then shuts down cleanly,
 // within shutdownTimeout, and returns nil. A workspace or store that cannot be opened is
 // returned as an error before anything is written to out. Signals and exit codes are the
-// caller's: Serve never exits the process.
+// caller's: Serve never exits the process. When cfg.Abort is closed, Serve records what it
+// can within abortTimeout (Server.Abort) and returns ErrAborted at once, leaving the
+// shutdown unfinished: the caller is to exit next.
 func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	srv, err := New(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	listenErr := srv.Listen(ctx, in, out)
-	// The shutdown runs to its own deadline even when ctx was cancelled: cancelling is how
-	// the caller asks for it.
-	closeCtx, cancelClose := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer cancelClose()
-	closeErr := srv.Close(closeCtx)
-	if listenErr != nil {
-		return listenErr
+	served := make(chan error, 1)
+	go func() {
+		listenErr := srv.Listen(ctx, in, out)
+		// The shutdown runs to its own deadline even when ctx was cancelled: cancelling is
+		// how the caller asks for it.
+		closeCtx, cancelClose := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancelClose()
+		closeErr := srv.Close(closeCtx)
+		if listenErr != nil {
+			closeErr = listenErr
+		}
+		served <- closeErr
+	}()
+	select {
+	case err := <-served:
+		return err
+	case <-cfg.Abort: // a nil channel: never
+		srv.Abort(abortTimeout)
+		return ErrAborted
 	}
-	return closeErr
 }

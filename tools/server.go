@@ -35,26 +35,28 @@ type Config struct {
 	MaxParallel  int           // runner-wide cap on running tasks; 0 = the CPU count
 	MaxTasks     int           // tasks per graph; 0 = tasks.DefaultMaxTasks
 	MCPTasks     bool          // serve the MCP Tasks extension facade (see facade.go)
+	MaxWaits     int           // waiting tool calls in flight; more are answered BUSY; 0 = 256 (dispatch.go)
 	Retention    time.Duration // finished graphs keep live logs this long; 0 = tasks.DefaultRetention
 	ShellBuffer  int
+	MaxResult    int // bytes of a result's text, and of its structuredContent as JSON; 0 = tasks.DefaultMaxResult
 	Version      string
 	Logger       *slog.Logger
+
+	// Lease, StaleAfter and BusyTimeout are for tests (hidden flags): the runner's lease
+	// (0 = tasks.DefaultLease), how long past its lease a silent runner whose process
+	// exists is trusted (0 = tasks.DefaultStaleAfter), and how long one attempt at a write
+	// waits for another process's lock on the database (0 = store.DefaultBusyTimeout).
+	Lease       time.Duration
+	StaleAfter  time.Duration
+	BusyTimeout time.Duration
+	// Abort, if set, is closed by the caller when it is about to exit at once (a second
+	// signal during the shutdown): Serve then records what it can within abortTimeout
+	// (see Server.Abort) and returns ErrAborted.
+	Abort <-chan struct{}
 }
 
 const (
 	defaultMaxWait = 30 * time.Second
-	// lease is how long a runner counts as alive after its last heartbeat. Other runners
-	// only take over a graph after it expired (or the process is provably dead), so it is
-	// a trade between how fast a crash is noticed and how long a stalled process is trusted.
-	lease          = 15 * time.Second
-	heartbeatEvery = lease / 3
-	// workerPoolSize is how many tool calls run at once. mcp-go's stdio server queues tool
-	// calls for a fixed pool of workers; every waiting call (shell_io, a tasks_status
-	// long-poll) holds a worker for up to --max-wait, so the pool is sized well above the
-	// number of waits a client plausibly has open, so a quick call never queues behind
-	// them. Idle workers cost a parked goroutine each. 100 is mcp-go's maximum.
-	workerPoolSize = 100
-	queueSize      = 1000
 )
 
 // Server is one running mcp-harness: a runner on a workspace with its engines and the MCP
@@ -70,8 +72,6 @@ type Server struct {
 	tasks  *tasks.Engine
 	mcp    *server.MCPServer
 
-	cancel context.CancelFunc // stops background work (heartbeat)
-	wg     sync.WaitGroup
 	closed sync.Once
 }
 
@@ -91,26 +91,32 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(ctx, ws.DBPath())
+	if cfg.Lease <= 0 {
+		cfg.Lease = tasks.DefaultLease
+	}
+	db, err := store.OpenWith(ctx, ws.DBPath(), store.Options{BusyTimeout: cfg.BusyTimeout})
 	if err != nil {
 		return nil, err
 	}
-	runner, err := db.RegisterRunner(ctx, cfg.Version, lease)
+	runner, err := db.RegisterRunner(ctx, cfg.Version, cfg.Lease)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("runner", runner.ID), ws: ws, db: db, runner: runner}
-	s.shells = pty.NewManager(pty.Config{
-		MaxSessions: cfg.MaxSessions,
-		BufferSize:  cfg.ShellBuffer,
-		Recorder:    sessionRecorder{db: db, runnerID: runner.ID},
-		Logger:      s.log,
-	})
+	// The task engine keeps the runner's lease, and registers the runner again if it is
+	// lost (tasks/lease.go); the session records follow the runner it is now.
 	s.tasks = tasks.NewEngine(tasks.Config{
 		DB: db, Workspace: ws, RunnerID: runner.ID, MaxParallel: cfg.MaxParallel,
 		Limits: tasks.Limits{MaxTasks: cfg.MaxTasks}, Logger: s.log,
 		ArtifactsDir: ws.ArtifactsDir, Retention: cfg.Retention,
+		Lease: cfg.Lease, StaleAfter: cfg.StaleAfter, Version: cfg.Version, SubmitWait: cfg.MaxWait,
+	})
+	s.shells = pty.NewManager(pty.Config{
+		MaxSessions: cfg.MaxSessions,
+		BufferSize:  cfg.ShellBuffer,
+		Recorder:    sessionRecorder{db: db, runnerID: s.tasks.RunnerID},
+		Logger:      s.log,
 	})
 	s.mcp = server.NewMCPServer("mcp-harness", cfg.Version,
 		server.WithInstructions(instructions),
@@ -118,10 +124,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		server.WithRecovery(),
 	)
 	s.mcp.AddTools(s.registry()...)
-
-	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel = cancel
-	s.wg.Go(func() { s.heartbeat(bg) })
 	s.log.Info("runner started", "workspace", ws.Root, "state", ws.StateDir, "pid", os.Getpid(), "version", cfg.Version)
 	return s, nil
 }
@@ -131,30 +133,27 @@ func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
 
 // Listen speaks MCP over in and out until in ends (the client closed our stdin) or ctx is
 // cancelled (a signal). It returns nil in both cases; the caller then calls Close.
-// The facade (facade.go) stands between the streams and mcp-go: it keeps progress
-// notifications from following their call's response and, with --mcp-tasks, serves the
-// MCP Tasks extension. Nothing is written to out after Listen returns.
+// The facade (facade.go) stands between the streams and mcp-go: it reads the input in
+// bounded lines, runs tool calls itself (never on mcp-go's worker pool, see dispatch.go),
+// keeps progress notifications from following their call's response and, with
+// --mcp-tasks, serves the MCP Tasks extension. Tool calls still running when the input
+// ends are cancelled and answered before Listen returns. Nothing is written to out after
+// Listen returns.
 func (s *Server) Listen(ctx context.Context, in io.Reader, out io.Writer) error {
-	stdio := server.NewStdioServer(s.mcp)
-	server.WithWorkerPoolSize(workerPoolSize)(stdio)
-	server.WithQueueSize(queueSize)(stdio)
-	stdio.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn))
-	f := s.newFacade(ctx, out)
-	err := stdio.Listen(ctx, f.relay(in), f)
-	f.close()
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return s.listen(ctx, in, s.newFacade(ctx, out))
 }
+
+// stopRunnerTimeout bounds marking the runner stopped at the end of a shutdown: with the
+// database locked by another process past the deadline, the runner is left for the next
+// one to find gone (its process is dead by then) rather than hold the exit up. An
+// unlocked database takes the write in a millisecond.
+const stopRunnerTimeout = 300 * time.Millisecond
 
 // Close stops the sessions, marks the runner stopped and closes the store. It is safe to
 // call more than once.
 func (s *Server) Close(ctx context.Context) error {
 	var err error
 	s.closed.Do(func() {
-		s.cancel()
-		s.wg.Wait()
 		// Tasks and sessions stop side by side: each has its own grace period, and the
 		// whole shutdown must fit the few seconds a client waits before SIGKILL.
 		var wg sync.WaitGroup
@@ -162,42 +161,49 @@ func (s *Server) Close(ctx context.Context) error {
 		wg.Go(func() { tasksErr = s.tasks.Close(ctx) })
 		wg.Go(func() { shellsErr = s.shells.Shutdown(ctx) })
 		wg.Wait()
-		err = errors.Join(tasksErr, shellsErr, s.db.StopRunner(context.WithoutCancel(ctx), s.runner.ID))
-		err = errors.Join(err, s.db.Close())
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopRunnerTimeout)
+		defer cancel()
+		if stopErr := s.db.StopRunner(stopCtx, s.tasks.RunnerID()); stopErr != nil {
+			s.log.Warn("could not mark the runner stopped; the next runner on this workspace finds it gone", "err", stopErr)
+		}
+		err = errors.Join(tasksErr, shellsErr, s.db.Close())
 		s.log.Info("runner stopped")
 	})
 	return err
 }
 
-// heartbeat renews the runner's lease until ctx is done.
-func (s *Server) heartbeat(ctx context.Context) {
-	t := time.NewTicker(heartbeatEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := s.db.RenewLease(ctx, s.runner.ID, lease); err != nil && ctx.Err() == nil {
-				s.log.Error("renew lease", "err", err)
-			}
-		}
+// abortTimeout bounds Abort: whoever sent the second signal has stopped waiting.
+const abortTimeout = time.Second
+
+// ErrAborted is what Serve returns after an immediate exit was asked for (Config.Abort).
+var ErrAborted = errors.New("told to exit at once during the shutdown; recorded what could be recorded")
+
+// Abort records what it can within timeout when the process is about to exit at once: the
+// tasks' states (see tasks.Engine.Abort), then the runner stopped. It leaves everything
+// else to the exit: the caller exits next.
+func (s *Server) Abort(timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	s.tasks.Abort(ctx)
+	if err := s.db.StopRunner(ctx, s.tasks.RunnerID()); err != nil {
+		s.log.Warn("could not mark the runner stopped before exiting at once", "err", err)
 	}
 }
 
-// sessionRecorder keeps the store's row per PTY session for pty.Manager.
+// sessionRecorder keeps the store's row per PTY session for pty.Manager, in the name of
+// the runner the process is now (see tasks/lease.go).
 type sessionRecorder struct {
 	db       *store.DB
-	runnerID string
+	runnerID func() string
 }
 
 func (r sessionRecorder) SessionOpened(ctx context.Context, rec pty.Record) error {
 	return r.db.InsertSession(ctx, store.SessionRow{
-		RunnerID: r.runnerID, ID: rec.ID, Name: rec.Name, Command: rec.Command, Cwd: rec.Dir,
+		RunnerID: r.runnerID(), ID: rec.ID, Name: rec.Name, Command: rec.Command, Cwd: rec.Dir,
 		ProcessIdentity: store.IdentifyProcess(rec.Pid), Pgid: rec.Pgid, StartedAt: rec.StartedAt,
 	})
 }
 
 func (r sessionRecorder) SessionClosed(ctx context.Context, id string) error {
-	return r.db.CloseSession(ctx, r.runnerID, id)
+	return r.db.CloseSession(ctx, r.runnerID(), id)
 }

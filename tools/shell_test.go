@@ -131,27 +131,30 @@ func TestShell_BadInput(t *testing.T) {
 		{"shell_open", map[string]any{"command": touch, "cols": 80}, "INVALID_ARGUMENT", "cols and rows together"},
 		{"shell_open", map[string]any{"command": touch, "cols": 0, "rows": 10}, "INVALID_ARGUMENT", "1..1000"},
 		{"shell_open", map[string]any{"command": touch, "rows": 10}, "INVALID_ARGUMENT", "give cols and rows together, each 1..1000, got 0x10"},
-		{"shell_open", map[string]any{"command": touch, "timeoutMs": -1}, "INVALID_ARGUMENT", "timeout must be 0 or more, got -1ms"},
-		{"shell_open", map[string]any{"command": touch, "maxBytes": 1<<20 + 1}, "INVALID_ARGUMENT", "maxBytes must be 1..1048576, got 1048577"},
-		{"shell_open", map[string]any{"command": touch, "maxBytes": -1}, "INVALID_ARGUMENT", "maxBytes must be 1..1048576, got -1"},
+		{"shell_open", map[string]any{"command": touch, "timeoutMs": -1}, "INVALID_ARGUMENT", "timeoutMs must be 0 or more (milliseconds), got -1"},
+		{"shell_open", map[string]any{"command": touch, "timeoutMs": 1.5}, "INVALID_ARGUMENT", "timeoutMs must be an integer, not the number 1.5"},
+		{"shell_open", map[string]any{"command": touch, "timeoutMs": "5"}, "INVALID_ARGUMENT", `timeoutMs must be an integer, not the string "5"`},
+		{"shell_open", map[string]any{"command": touch, "maxBytes": 0}, "INVALID_ARGUMENT", "maxBytes must be 1 or more (bytes), got 0"},
+		{"shell_open", map[string]any{"command": touch, "maxBytes": -1}, "INVALID_ARGUMENT", "maxBytes must be 1 or more (bytes), got -1"},
 		{"shell_open", map[string]any{"command": touch, "env": map[string]any{"A=B": "x"}}, "INVALID_ARGUMENT", "env name"},
-		{"shell_open", map[string]any{"command": touch, "env": map[string]any{"A": "x\x00"}}, "INVALID_ARGUMENT", "env A contains a NUL byte"},
+		{"shell_open", map[string]any{"command": touch, "env": map[string]any{"A": "x\x00"}}, "INVALID_ARGUMENT", `env "A" contains a NUL byte`},
 		{"shell_open", map[string]any{"command": touch + "\x00"}, "INVALID_ARGUMENT", "command contains a NUL byte"},
 		{"shell_open", map[string]any{"command": touch, "name": strings.Repeat("n", 201)}, "INVALID_ARGUMENT", "name is 201 bytes long; give one of at most 200"},
-		{"shell_open", map[string]any{"command": touch, "timeout": 5}, "INVALID_ARGUMENT", `unknown argument "timeout"`},
+		{"shell_open", map[string]any{"command": touch, "timeout": 5}, "INVALID_ARGUMENT",
+			`shell_open has no argument "timeout" (did you mean timeoutMs?); its arguments are: cols, command, cwd, env, idleMs, integration, maxBytes, name, raw, rows, screen, timeoutMs, waitFor`},
 		{"shell_open", map[string]any{"command": 42}, "INVALID_ARGUMENT", "command must be a string"},
 		{"shell_io", map[string]any{}, "INVALID_ARGUMENT", "sessionId is required"},
 		{"shell_io", map[string]any{"sessionId": "s99"}, "NOT_FOUND", "shell_list"},
 		{"shell_io", map[string]any{"sessionId": "s99", "keys": []string{"Enterr"}}, "INVALID_ARGUMENT", "valid keys"},
 		{"shell_io", map[string]any{"sessionId": "s99", "since": -5}, "INVALID_ARGUMENT", "since must be 0 or more, got -5"},
 		{"shell_io", map[string]any{"sessionId": "s99", "cols": 80}, "INVALID_ARGUMENT", "give cols and rows together"},
-		{"shell_io", map[string]any{"sessionId": "s99", "timeoutMs": -1}, "INVALID_ARGUMENT", "timeout must be 0 or more"},
+		{"shell_io", map[string]any{"sessionId": "s99", "timeoutMs": -1}, "INVALID_ARGUMENT", "timeoutMs must be 0 or more"},
+		{"shell_io", map[string]any{"sessionId": "s99", "idleMs": -1}, "INVALID_ARGUMENT", "idleMs must be 0 or more"},
 		{"shell_close", map[string]any{}, "INVALID_ARGUMENT", "sessionId is required"},
 		{"shell_close", map[string]any{"sessionId": "s99"}, "NOT_FOUND", "s99"},
 		{"shell_close", map[string]any{"sessionId": "s1", "signal": "SIGFOO"}, "INVALID_ARGUMENT", "SIGHUP"},
-		{"shell_close", map[string]any{"sessionId": "s1", "graceMs": -1}, "INVALID_ARGUMENT", "grace must be 0s..1m0s, got -1ms"},
-		{"shell_close", map[string]any{"sessionId": "s1", "graceMs": 60001}, "INVALID_ARGUMENT", "grace must be 0s..1m0s, got 1m0.001s"},
-		{"shell_list", map[string]any{"all": true}, "INVALID_ARGUMENT", "unknown argument"},
+		{"shell_close", map[string]any{"sessionId": "s1", "graceMs": -1}, "INVALID_ARGUMENT", "graceMs must be 0 or more (milliseconds), got -1"},
+		{"shell_list", map[string]any{"all": true}, "INVALID_ARGUMENT", `shell_list has no argument "all"; its arguments are: sessionId`},
 	}
 	for _, tt := range tests {
 		res := callTool(t, s, tt.tool, tt.args)
@@ -220,5 +223,106 @@ func TestShell_CloseSignal(t *testing.T) {
 	}
 	if header := strings.SplitN(text(closed), "\n", 2)[0]; !strings.Contains(header, "killed by SIGTERM") {
 		t.Errorf("shell_close header = %q, want it to say killed by SIGTERM", header)
+	}
+}
+
+// TestShell_Screen asks shell_open and shell_io for the screen: in the structured result
+// and after the output in the text, which is what a model reads.
+func TestShell_Screen(t *testing.T) {
+	s := newTestServer(t)
+	open := callTool(t, s, "shell_open", map[string]any{
+		"command": `printf '\033]2;menu\007\033[?1049h\033[2;3HPick one:\r\n  > first'; exec cat`,
+		"cols":    30, "rows": 5, "waitFor": "first", "screen": true, "timeoutMs": 20000,
+	})
+	if open.IsError {
+		t.Fatalf("shell_open: %s", text(open))
+	}
+	res := structured(t, open)
+	want := map[string]any{"cols": 30.0, "rows": 5.0, "lines": []any{"", "  Pick one:", "  > first", "", ""},
+		"cursor": map[string]any{"row": 2.0, "col": 9.0}, "altScreen": true, "title": "menu"}
+	if diff := cmp.Diff(want, res["screen"]); diff != "" {
+		t.Errorf("shell_open screen (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(text(open), "--- screen 30x5, cursor row 2 col 9, alternate screen, title \"menu\" ---\n\n  Pick one:\n  > first\n") {
+		t.Errorf("shell_open text has no screen block:\n%s", text(open))
+	}
+	id := res["sessionId"].(string)
+
+	// Without screen, it is null.
+	io := structured(t, callTool(t, s, "shell_io", map[string]any{"sessionId": id, "timeoutMs": 0}))
+	if v, ok := io["screen"]; !ok || v != nil {
+		t.Errorf("shell_io without screen: screen = %v (present %v), want null", v, ok)
+	}
+
+	// A terminal too large to keep a screen for is refused before anything is typed.
+	big := callTool(t, s, "shell_io", map[string]any{"sessionId": id, "input": "x", "cols": 1000, "rows": 1000, "screen": true})
+	if !strings.HasPrefix(text(big), "INVALID_ARGUMENT: screen is kept for terminals of at most") {
+		t.Errorf("shell_io screen at 1000x1000 = %q, want INVALID_ARGUMENT", text(big))
+	}
+	io = structured(t, callTool(t, s, "shell_io", map[string]any{"sessionId": id, "screen": true, "timeoutMs": 0}))
+	sc := io["screen"].(map[string]any)
+	if sc["cols"] != 30.0 || io["output"] != "" {
+		t.Errorf("after the refusal: screen %v, output %q; want 30 columns and nothing typed", sc, io["output"])
+	}
+}
+
+// run, the command it reports, shell_list's history and a re-read of one command's
+// range, the refusals (BUSY, NO_INTEGRATION): every result checked against the strict
+// output schema by callTool.
+func TestShell_RunAndHistory(t *testing.T) {
+	s := newTestServer(t)
+	open := structured(t, callTool(t, s, "shell_open", map[string]any{"command": "bash", "env": map[string]any{"HOME": t.TempDir()}, "timeoutMs": 20000}))
+	if open["reason"] != "prompt" || open["integration"] != true {
+		t.Fatalf("shell_open(bash) = %v, want reason prompt, integration true", open)
+	}
+	id := open["sessionId"].(string)
+	r := callTool(t, s, "shell_io", map[string]any{"sessionId": id, "run": "echo OUT_$((40+2)); false", "timeoutMs": 20000})
+	got := structured(t, r)
+	cmd, _ := got["command"].(map[string]any)
+	if got["reason"] != "prompt" || got["output"] != "OUT_42\n" || cmd["exitCode"] != float64(1) || cmd["done"] != true || cmd["id"] != float64(1) {
+		t.Errorf("run = %v, want prompt, OUT_42 alone, command 1 done exit 1", got)
+	}
+	if header := strings.SplitN(text(r), "\n", 2)[0]; !strings.Contains(header, `command 1 "echo OUT_$((40+2)); false" exited 1`) {
+		t.Errorf("header %q, want the command and its exit code", header)
+	}
+	if _, ok := got["integration"]; ok {
+		t.Errorf("shell_io result has shell_open's integration field: %v", got)
+	}
+
+	long := structured(t, callTool(t, s, "shell_io", map[string]any{"sessionId": id, "run": "sleep 30", "timeoutMs": 100}))
+	if c, _ := long["command"].(map[string]any); long["reason"] != "timeout" || c["done"] != false {
+		t.Errorf("run sleep 30 (100ms) = %v, want timeout, not done", long)
+	}
+	busy := callTool(t, s, "shell_io", map[string]any{"sessionId": id, "run": "echo x"})
+	if !busy.IsError || !strings.HasPrefix(text(busy), `BUSY: session "s1" is still running command 2 "sleep 30"`) {
+		t.Errorf("run while a command runs = %q, want BUSY naming the command", text(busy))
+	}
+	callTool(t, s, "shell_io", map[string]any{"sessionId": id, "keys": []string{"C-c"}, "timeoutMs": 20000})
+
+	list := structured(t, callTool(t, s, "shell_list", map[string]any{"sessionId": id}))
+	sess := list["sessions"].([]any)[0].(map[string]any)
+	cmds := sess["commands"].([]any)
+	if len(cmds) != 2 {
+		t.Fatalf("shell_list commands = %v, want 2", cmds)
+	}
+	first := cmds[0].(map[string]any)
+	again := structured(t, callTool(t, s, "shell_io", map[string]any{"sessionId": id, "since": first["since"], "end": first["cursor"]}))
+	if again["output"] != "OUT_42\n" {
+		t.Errorf("re-read of command 1's range = %q, want OUT_42", again["output"])
+	}
+	if all := structured(t, callTool(t, s, "shell_list", map[string]any{})); all["sessions"].([]any)[0].(map[string]any)["commands"] != nil {
+		t.Errorf("shell_list without sessionId lists commands: %v", all)
+	}
+	if nf := callTool(t, s, "shell_list", map[string]any{"sessionId": "s9"}); !nf.IsError || !strings.HasPrefix(text(nf), "NOT_FOUND: ") {
+		t.Errorf("shell_list of an unknown session = %q, want NOT_FOUND", text(nf))
+	}
+
+	plain := structured(t, callTool(t, s, "shell_open", bashArgs(map[string]any{"integration": false})))
+	if plain["integration"] != false {
+		t.Errorf("shell_open(integration false) = %v", plain)
+	}
+	no := callTool(t, s, "shell_io", map[string]any{"sessionId": plain["sessionId"], "run": "echo x"})
+	if !no.IsError || !strings.HasPrefix(text(no), "NO_INTEGRATION: ") {
+		t.Errorf("run without integration = %q, want NO_INTEGRATION", text(no))
 	}
 }

@@ -3,24 +3,18 @@ package tools
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-harness/mcp-harness/internal/quote"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
-// Bounds on tasks_* arguments that the engine leaves to its callers.
-const (
-	defaultCancelMs = 5000
-	// textTableRows and textLogTasks bound the text a model reads for a big graph; the
-	// structured result always has every task.
-	textTableRows = 100
-	textLogTasks  = 20
-)
+// defaultCancelMs is tasks_cancel's graceMs when none is given.
+const defaultCancelMs = 5000
 
 type taskArg struct {
 	ID         string            `json:"id"`
@@ -48,6 +42,7 @@ type statusArgs struct {
 	LogLimit  *int64   `json:"logLimit,omitempty"`
 	WaitMs    *int64   `json:"waitMs,omitempty"`
 	Until     string   `json:"until,omitempty"`
+	Cursor    string   `json:"cursor,omitempty"`
 }
 
 type listArgs struct {
@@ -65,33 +60,36 @@ type cancelArgs struct {
 
 type graphArgs struct {
 	GraphID string `json:"graphId"`
+	Cursor  string `json:"cursor,omitempty"`
 }
 
-// runResult is the tasks_run result.
+// runResult is the tasks_run result: the graph, not an echo of it (a 10,000-task echo is
+// a third of a megabyte). Detached is false until graphs can run detached.
 type runResult struct {
-	GraphID string           `json:"graphId"`
-	Name    string           `json:"name"`
-	Status  tasks.GraphState `json:"status"`
-	Created bool             `json:"created"`
-	Tasks   []taskBrief      `json:"tasks"`
+	GraphID   string           `json:"graphId"`
+	Name      string           `json:"name"`
+	Status    tasks.GraphState `json:"status"`
+	Created   bool             `json:"created"`
+	TaskCount int              `json:"taskCount"`
+	Detached  bool             `json:"detached"`
 }
 
-type taskBrief struct {
-	ID     string      `json:"id"`
-	Status tasks.State `json:"status"`
-}
-
+// Schemas shared by the task tools.
 var (
-	stateEnum    = tasks.States
-	graphIDProp  = str("Graph id returned by tasks_run (tasks_list shows them).")
-	progressProp = object(schema{
-		"total": integer("Tasks in the graph.", 0), "pending": integer("Waiting to start.", 0),
-		"running": integer("Running now.", 0), "succeeded": integer("Exited 0.", 0),
-		"failed": integer("Failed (see errorCode).", 0), "cancelled": integer("Cancelled.", 0),
-		"skipped": integer("Skipped because a dependency did not succeed.", 0),
-		"percent": integer("Finished tasks as a percentage of all.", 0, 100),
-	}, "total", "pending", "running", "succeeded", "failed", "cancelled", "skipped", "percent")
-	nullableTime = nullable(str("RFC 3339 time, UTC, milliseconds."))
+	// Names that say what they are go without a description: tools/list is read in every
+	// conversation, and the descriptions of the tools say where ids come from.
+	graphIDProp = schema{"type": "string"}
+	taskIDsProp = schema{"type": "array", "items": schema{"type": "string"}}
+	cursorProp  = str("nextCursor of the previous page.")
+
+	// Output parts. States are plain strings here: their values are listed where a model
+	// gives one (tasks_list's status), and every state enum costs tools/list 75 bytes.
+	tGraphState = tString
+	tState      = tString
+	tTime       = nullable(tString)
+	tProgress   = props(schema{"total": tInt, "pending": tInt, "running": tInt, "succeeded": tInt,
+		"failed": tInt, "cancelled": tInt, "skipped": tInt, "percent": tInt})
+	tCursor = nullable(tString)
 )
 
 // taskTools are the task tools, each built by its constructor below.
@@ -101,34 +99,25 @@ func (s *Server) taskTools() []server.ServerTool {
 
 func (s *Server) tasksRunTool() server.ServerTool {
 	return bind(s, mcp.NewTool("tasks_run",
-		mcp.WithDescription("Submit a graph of shell commands with dependencies (builds, test suites, multi-step workflows). "+
-			"Returns at once with a graphId; the tasks run detached, each as soon as its dependencies succeed, with output to a log file. "+
-			"Tasks have no terminal and read no input, so a command that asks a question fails instead of hanging: pass --yes style flags. "+
-			"Follow with tasks_status (waitMs to wait). Use shell_open instead for interactive programs."),
+		mcp.WithDescription("Run shell commands with dependencies (builds, test suites, pipelines) in the background; returns a graphId at once, "+
+			"then use tasks_status. Tasks read no input: a prompt fails (pass --yes). For interactive programs use shell_open."),
 		inputSchema(object(schema{
-			"tasks": array("The tasks. One invalid task refuses the whole graph (nothing is stored or started).", object(schema{
-				"id":         schema{"type": "string", "description": "Unique id in the graph: letters, digits, '.', '_', '-'; at most 64; starts with a letter or digit.", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"},
-				"command":    str("Shell command line, run with bash -c in its own process group."),
-				"dependsOn":  array("Ids of tasks that must succeed first. If one fails or is cancelled, this task is skipped.", schema{"type": "string"}),
-				"cwd":        str("Working directory relative to the workspace root (or absolute inside it). Default: the root."),
-				"env":        stringMap("Environment variables added to the server's (they override the defaults GIT_TERMINAL_PROMPT=0, PAGER=cat)."),
-				"timeoutSec": integer("Kill the task (SIGTERM, then SIGKILL) after this many seconds; it fails with TIMEOUT. Default: no timeout.", 0),
-				"retries":    integer("Run a failed task again up to this many times. Default 0.", 0, tasks.MaxRetries),
-			}, "id", "command")),
-			"name":           str("A label for the graph."),
-			"maxParallel":    integer("Most tasks of this graph running at once. Default: the CPU count.", 1),
-			"failFast":       boolean("Cancel the rest of the graph at the first failure. Default false: independent branches go on (like make -k)."),
-			"idempotencyKey": str("A key of your choosing: submitting again with the same key returns the graph the first call created instead of starting it twice (safe to retry after a timeout)."),
+			"tasks": schema{"type": "array", "items": object(schema{
+				"id":         schema{"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"},
+				"command":    str("Run with bash -c."),
+				"dependsOn":  array("Ids to succeed first, else it is skipped.", schema{"type": "string"}),
+				"cwd":        str("Relative to the workspace root."),
+				"env":        schema{"type": "object", "additionalProperties": schema{"type": "string"}},
+				"timeoutSec": integer("Kill after this long."),
+				"retries":    integer("Re-runs on failure.", 0, tasks.MaxRetries),
+			}, "id", "command")},
+			"name":           schema{"type": "string"},
+			"maxParallel":    integer("Default: CPU count.", 1),
+			"failFast":       boolean("Cancel the rest at the first failure."),
+			"idempotencyKey": str("Resending this key returns the first graph."),
 		}, "tasks")),
-		outputSchema(object(schema{
-			"graphId": str("The graph's id."),
-			"name":    str("Its label."),
-			"status":  enum("The graph's derived status.", tasks.GraphStates...),
-			"created": boolean("False when idempotencyKey matched an existing graph (returned instead)."),
-			"tasks": array("Each task's status.", object(schema{
-				"id": str("Task id."), "status": enum("Task state.", stateEnum...),
-			}, "id", "status")),
-		}, "graphId", "name", "status", "created", "tasks")),
+		outputSchema(props(schema{"graphId": tString, "name": tString, "status": tGraphState, "created": tBool,
+			"taskCount": tInt, "detached": tBool})),
 		mcp.WithDestructiveHintAnnotation(true),
 		mcp.WithOpenWorldHintAnnotation(false),
 	),
@@ -142,10 +131,7 @@ func (s *Server) tasksRunTool() server.ServerTool {
 			if err != nil {
 				return nil, err
 			}
-			out := runResult{GraphID: sub.Graph.ID, Name: sub.Graph.Name, Status: sub.Progress().State(), Created: sub.Created, Tasks: []taskBrief{}}
-			for _, t := range sub.Tasks {
-				out.Tasks = append(out.Tasks, taskBrief{ID: t.ID, Status: t.Status})
-			}
+			out := runResult{GraphID: sub.Graph.ID, Name: sub.Graph.Name, Status: sub.Progress().State(), Created: sub.Created, TaskCount: len(sub.Tasks)}
 			verb := "submitted"
 			if !sub.Created {
 				verb = "already submitted with this idempotencyKey; nothing new was started"
@@ -158,17 +144,17 @@ func (s *Server) tasksRunTool() server.ServerTool {
 
 func (s *Server) tasksStatusTool() server.ServerTool {
 	return bind(s, mcp.NewTool("tasks_status",
-		mcp.WithDescription("Progress of a task graph and each task's state, exit code, timings and the tail of its log. "+
-			"With waitMs it waits (up to the server's --max-wait) until the graph (or the named tasks) is finished, or with until=change until anything changes: no need to poll in a loop. "+
-			"For one task, logOffset/logLimit page through its whole log."),
+		mcp.WithDescription("Progress of a task graph and each task's state, exit code and log tail, failed and running first. "+
+			"waitMs waits until it is done (until=change: any change): do not poll."),
 		inputSchema(object(schema{
 			"graphId":   graphIDProp,
-			"taskIds":   array("Only these tasks (default: all).", schema{"type": "string"}),
-			"logTail":   integer("Bytes from the end of each task's log. Default 2048, at most 65536; 0 for none.", 0, tasks.MaxLogTail),
-			"logOffset": integer("With exactly one task id: read its log from this byte offset instead of the tail (use the previous nextOffset to page).", 0),
-			"logLimit":  integer("With logOffset: bytes to read. Default 65536, at most 1048576.", 1, tasks.MaxLogSlice),
-			"waitMs":    integer("Wait up to this long first (clamped to --max-wait). Default 0: answer at once.", 0),
-			"until":     enum("What waitMs waits for: done (every selected task finished, the default) or change (any selected task changes state).", "done", "change"),
+			"taskIds":   taskIDsProp,
+			"logTail":   integer("Bytes of each log's end. Default 2048, max 65536."),
+			"logOffset": integer("With one taskId: read its log from here, then from nextOffset."),
+			"logLimit":  integer("Default 65536, max 1048576.", 1),
+			"waitMs":    integer("At most --max-wait."),
+			"until":     enum("Default done.", "done", "change"),
+			"cursor":    cursorProp,
 		}, "graphId")),
 		outputSchema(statusSchema()),
 		mcp.WithReadOnlyHintAnnotation(true),
@@ -185,20 +171,25 @@ func (s *Server) tasksStatus(ctx context.Context, req mcp.CallToolRequest, a sta
 	if a.GraphID == "" {
 		return nil, invalidf("graphId is required: use the id tasks_run returned (tasks_list shows them)")
 	}
-	q := tasks.LogQuery{Tail: tasks.DefaultLogTail, Limit: tasks.DefaultLogLimit}
-	if a.LogTail != nil {
-		q.Tail = *a.LogTail
+	var cut clampNotes
+	tail, err := cut.bytes("logTail", a.LogTail, tasks.DefaultLogTail, 0, tasks.MaxLogTail, ", the most a tail reads")
+	if err != nil {
+		return nil, err
 	}
+	q := tasks.StatusQuery{TaskIDs: a.TaskIDs, Log: tasks.LogQuery{Tail: tail}, Cursor: a.Cursor, MaxBytes: s.maxResult()}
 	if a.LogOffset != nil || a.LogLimit != nil {
-		q.Offset = new(int64)
+		offset := int64(0)
 		if a.LogOffset != nil {
-			q.Offset = a.LogOffset
+			if offset = *a.LogOffset; offset < 0 {
+				return nil, invalidf("logOffset must be 0 or more (a byte offset in the log), got %d", offset)
+			}
 		}
-		if a.LogLimit != nil {
-			q.Limit = *a.LogLimit
+		q.Log.Offset = &offset
+		if q.Log.Limit, err = cut.bytes("logLimit", a.LogLimit, tasks.DefaultLogLimit, 1, tasks.MaxLogSlice, ", the most one read returns"); err != nil {
+			return nil, err
 		}
 	}
-	if err := q.Check(len(a.TaskIDs)); err != nil {
+	if err := q.Log.Check(len(a.TaskIDs)); err != nil {
 		return nil, err
 	}
 	until := tasks.UntilDone
@@ -207,13 +198,12 @@ func (s *Server) tasksStatus(ctx context.Context, req mcp.CallToolRequest, a sta
 	case "change":
 		until = tasks.UntilChange
 	default:
-		return nil, invalidf("until must be \"done\" or \"change\", got %q", a.Until)
+		return nil, invalidf("until must be \"done\" or \"change\", got %s", quote.Short(a.Until))
 	}
-	wait, err := millis("waitMs", a.WaitMs, 0, 0)
+	wait, err := cut.ms("waitMs", a.WaitMs, 0, s.cfg.MaxWait, " (the server's --max-wait)")
 	if err != nil {
 		return nil, err
 	}
-	wait, clamped := s.clampWait(wait)
 
 	var snap tasks.Snapshot
 	met := true
@@ -229,33 +219,40 @@ func (s *Server) tasksStatus(ctx context.Context, req mcp.CallToolRequest, a sta
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.tasks.Status(ctx, snap, a.TaskIDs, q)
+	out, err := s.tasks.Status(ctx, snap, q)
 	if err != nil {
 		return nil, err
 	}
-	return mcp.NewToolResultStructured(out, statusText(out, wait > 0 && !met, clamped, q.Offset != nil)), nil
+	waited := wait > 0 && !met
+	maxed := a.WaitMs != nil && *a.WaitMs > s.cfg.MaxWait.Milliseconds()
+	if note := s.slotNote(ctx, snap); note != "" {
+		cut = append(cut, note) // printed with the notes above the table
+	}
+	return mcp.NewToolResultStructured(out, statusText(out, cut, waited, maxed, q.Log.Offset != nil)), nil
 }
 
-// statusText is what a model reads: a summary line, a table, then log slices, the
-// interesting ones first.
-func statusText(r tasks.StatusReport, timedOut, clamped, paging bool) string {
+// statusText is what a model reads: a summary line, what was cut or left out and how to
+// get it, a table of the page's tasks, then their log slices, failed and running first.
+func statusText(r tasks.StatusReport, cut clampNotes, timedOut, maxed, paging bool) string {
 	var b strings.Builder
 	p := r.Progress
 	fmt.Fprintf(&b, "graph %s%s: %s · %d/%d done (%d succeeded, %d failed, %d cancelled, %d skipped) · %d running · %d pending\n",
 		r.GraphID, quotedName(r.Name), r.Status, p.Done(), p.Total, p.Succeeded, p.Failed, p.Cancelled, p.Skipped, p.Running, p.Pending)
 	if timedOut {
-		if clamped {
+		if maxed {
 			b.WriteString("(wait cut to the server's --max-wait; call tasks_status again with waitMs to keep waiting)\n")
 		} else {
 			b.WriteString("(still running when the wait ended; call tasks_status again with waitMs to keep waiting)\n")
 		}
 	}
+	if r.Status == tasks.GraphRunning && !r.Runner.Live {
+		fmt.Fprintf(&b, "(the server process that runs it, pid %d, is gone: its tasks move again once a server on this workspace takes it over)\n", r.Runner.Pid)
+	}
+	for _, note := range append(cut, r.Notes...) {
+		b.WriteString(note + "\n")
+	}
 	b.WriteString("\nID\tSTATUS\tATTEMPT\tEXIT\tDURATION\tNOTE\n")
-	for i, t := range r.Tasks {
-		if i == textTableRows {
-			fmt.Fprintf(&b, "... %d more task(s) in structuredContent; filter with taskIds\n", len(r.Tasks)-i)
-			break
-		}
+	for _, t := range r.Tasks {
 		exit := "-"
 		switch {
 		case t.ExitCode != nil:
@@ -276,28 +273,10 @@ func statusText(r tasks.StatusReport, timedOut, clamped, paging bool) string {
 		}
 		fmt.Fprintf(&b, "%s\t%s\t%d\t%s\t%s\t%s\n", t.ID, t.Status, t.Attempt, exit, dur, note)
 	}
-	// Logs: failed and running tasks first, since that is what a model looks for.
-	order := slices.Clone(r.Tasks)
-	rank := func(s tasks.State) int {
-		switch s {
-		case tasks.Failed:
-			return 0
-		case tasks.Running:
-			return 1
-		}
-		return 2
-	}
-	slices.SortStableFunc(order, func(x, y tasks.TaskStatus) int { return rank(x.Status) - rank(y.Status) })
-	shown := 0
-	for _, t := range order {
+	for _, t := range r.Tasks {
 		if t.Log == nil || t.Log.Text == "" {
 			continue
 		}
-		if shown == textLogTasks {
-			b.WriteString("\n(more logs in structuredContent; ask for one task with taskIds)\n")
-			break
-		}
-		shown++
 		what := fmt.Sprintf("last %d of %d bytes", len(t.Log.Text), t.Log.Size)
 		if paging {
 			what = fmt.Sprintf("bytes %d-%d of %d; nextOffset %d", t.Log.Offset, t.Log.NextOffset, t.Log.Size, t.Log.NextOffset)
@@ -314,32 +293,27 @@ func statusText(r tasks.StatusReport, timedOut, clamped, paging bool) string {
 
 func (s *Server) tasksListTool() server.ServerTool {
 	return bind(s, mcp.NewTool("tasks_list",
-		mcp.WithDescription("Every task graph and task of this workspace, newest graph first, whichever server process ran them. Filter by task status or graph; page with cursor."),
+		mcp.WithDescription("Every task graph and task of this workspace, newest first, whichever server ran them."),
 		inputSchema(object(schema{
-			"status":  enum("Only tasks in this state.", stateEnum...),
+			"status":  enum("Only tasks in this state.", tasks.States...),
 			"graphId": str("Only this graph's tasks."),
-			"limit":   integer("Tasks per page. Default 50, at most 1000.", 1, tasks.MaxListLimit),
-			"cursor":  str("nextCursor of the previous page."),
+			"limit":   integer("Tasks per page. Default 50.", 1, tasks.MaxListLimit),
+			"cursor":  cursorProp,
 		})),
-		outputSchema(object(schema{
-			"tasks": array("Tasks, newest graph first, each graph's tasks in submitted order.", object(schema{
-				"graphId": str("Graph."), "id": str("Task."), "status": enum("State.", stateEnum...),
-				"errorCode": nullable(str("Why it failed, was cancelled or skipped.")), "exitCode": nullable(integer("Exit status.", 0)),
-				"startedAt": nullableTime, "finishedAt": nullableTime, "durationMs": nullable(integer("Run time so far or in all.", 0)),
-			}, "graphId", "id", "status", "errorCode", "exitCode", "startedAt", "finishedAt", "durationMs")),
-			"graphs": array("Summaries of the graphs on this page.", object(schema{
-				"graphId": str("Graph."), "name": str("Label."), "status": enum("Derived status.", tasks.GraphStates...),
-				"createdAt": str("RFC 3339 time."), "finishedAt": nullableTime, "expired": boolean("Its logs were archived (retention)."),
-				"progress": progressProp,
-			}, "graphId", "name", "status", "createdAt", "finishedAt", "expired", "progress")),
-			"nextCursor": nullable(str("Pass as cursor for the next page; null on the last page.")),
-		}, "tasks", "graphs", "nextCursor")),
+		outputSchema(props(schema{
+			"tasks": list(props(schema{"graphId": tString, "id": tString, "status": tState, "errorCode": nullable(tString),
+				"exitCode": nullable(tInt), "startedAt": tTime, "finishedAt": tTime, "durationMs": nullable(tInt)})),
+			"graphs": list(props(schema{"graphId": tString, "name": tString, "status": tGraphState, "createdAt": tString,
+				"finishedAt": tTime, "expired": tBool, "progress": tProgress})),
+			"nextCursor": tCursor,
+		})),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
 		mcp.WithOpenWorldHintAnnotation(false),
 	),
 		func(ctx context.Context, _ mcp.CallToolRequest, a listArgs) (*mcp.CallToolResult, error) {
-			out, err := s.tasks.List(ctx, tasks.ListQuery{Status: tasks.State(a.Status), GraphID: a.GraphID, Limit: a.Limit, Cursor: a.Cursor})
+			out, err := s.tasks.List(ctx, tasks.ListQuery{Status: tasks.State(a.Status), GraphID: a.GraphID, Limit: a.Limit,
+				Cursor: a.Cursor, MaxBytes: s.maxResult()})
 			if err != nil {
 				return nil, err
 			}
@@ -347,6 +321,9 @@ func (s *Server) tasksListTool() server.ServerTool {
 			for _, g := range out.Graphs {
 				fmt.Fprintf(&b, "graph %s%s: %s · %d/%d done · created %s\n", g.GraphID, quotedName(g.Name), g.Status,
 					g.Progress.Done(), g.Progress.Total, g.CreatedAt)
+			}
+			for _, note := range out.Notes {
+				b.WriteString(note + "\n")
 			}
 			if len(out.Tasks) == 0 {
 				b.WriteString("no tasks match\n")
@@ -372,30 +349,29 @@ func (s *Server) tasksListTool() server.ServerTool {
 
 func (s *Server) tasksCancelTool() server.ServerTool {
 	return bind(s, mcp.NewTool("tasks_cancel",
-		mcp.WithDescription("Cancel tasks of a graph (default: every unfinished one). Pending tasks are cancelled at once; running ones get SIGTERM to their whole process group, then SIGKILL after graceMs. "+
-			"Dependents that can no longer run are skipped. Safe to repeat."),
+		mcp.WithDescription("Cancel a graph's unfinished tasks (or taskIds): pending at once, running ones SIGTERM then SIGKILL after graceMs; "+
+			"their dependents are skipped. Safe to repeat."),
 		inputSchema(object(schema{
 			"graphId": graphIDProp,
-			"taskIds": array("Only these tasks (default: all unfinished).", schema{"type": "string"}),
-			"graceMs": integer("Time between SIGTERM and SIGKILL. Default 5000.", 0, maxGraceMs),
+			"taskIds": taskIDsProp,
+			"graceMs": integer("Default 5000, at most 60000."),
 		}, "graphId")),
-		outputSchema(object(schema{
-			"graphId": str("The graph."),
-			"tasks": array("What happened to each task concerned.", object(schema{
-				"id": str("Task."), "previousStatus": enum("State before.", stateEnum...), "status": enum("State now.", stateEnum...),
-				"outcome": enum("cancelled (was pending), cancelling (was running: signalled), skipped (a dependency was cancelled), already_terminal.",
-					tasks.OutcomeCancelled, tasks.OutcomeCancelling, tasks.OutcomeSkipped, tasks.OutcomeAlreadyTerminal),
-			}, "id", "previousStatus", "status", "outcome")),
-		}, "graphId", "tasks")),
+		outputSchema(props(schema{
+			"graphId": tString,
+			"tasks": list(props(schema{"id": tString, "previousStatus": tState, "status": tState,
+				"outcome": enum("", tasks.OutcomeCancelled, tasks.OutcomeCancelling, tasks.OutcomeSkipped, tasks.OutcomeAlreadyTerminal)})),
+			"omittedTasks": tInt,
+		})),
 		mcp.WithDestructiveHintAnnotation(true),
 		mcp.WithIdempotentHintAnnotation(true),
 		mcp.WithOpenWorldHintAnnotation(false),
 	),
 		func(ctx context.Context, _ mcp.CallToolRequest, a cancelArgs) (*mcp.CallToolResult, error) {
 			if a.GraphID == "" {
-				return nil, invalidf("graphId is required")
+				return nil, invalidf("graphId is required: use the id tasks_run returned (tasks_list shows them)")
 			}
-			grace, err := millis("graceMs", a.GraceMs, defaultCancelMs*time.Millisecond, maxGraceMs*time.Millisecond)
+			var cut clampNotes
+			grace, err := cut.ms("graceMs", a.GraceMs, defaultCancelMs*time.Millisecond, maxGraceMs*time.Millisecond, ", the longest grace")
 			if err != nil {
 				return nil, err
 			}
@@ -403,27 +379,49 @@ func (s *Server) tasksCancelTool() server.ServerTool {
 			if err != nil {
 				return nil, err
 			}
-			out := tasks.CancelReport{GraphID: a.GraphID, Tasks: res}
-			if out.Tasks == nil {
-				out.Tasks = []tasks.CancelOutcome{}
-			}
-			var b strings.Builder
-			fmt.Fprintf(&b, "graph %s: %d task(s) concerned\n", a.GraphID, len(res))
-			for _, r := range res {
-				fmt.Fprintf(&b, "%s\t%s -> %s\t%s\n", r.ID, r.PreviousStatus, r.Status, r.Outcome)
-			}
-			if slices.ContainsFunc(res, func(r tasks.CancelOutcome) bool { return r.Outcome == tasks.OutcomeCancelling }) {
-				b.WriteString("running tasks were signalled; tasks_status with waitMs shows when they have stopped\n")
-			}
-			return mcp.NewToolResultStructured(out, strings.TrimSuffix(b.String(), "\n")), nil
+			out := tasks.FitCancel(tasks.CancelReport{GraphID: a.GraphID, Tasks: res}, s.maxResult())
+			return mcp.NewToolResultStructured(out, cancelText(out, res, cut)), nil
 		})
+}
+
+// cancelText counts the outcomes of a cancel, then lists those of the page.
+func cancelText(out tasks.CancelReport, all []tasks.CancelOutcome, cut clampNotes) string {
+	var b strings.Builder
+	counts := map[string]int{}
+	for _, r := range all {
+		counts[r.Outcome]++
+	}
+	fmt.Fprintf(&b, "graph %s: %d task(s) concerned", out.GraphID, len(all))
+	var parts []string
+	for _, o := range []string{tasks.OutcomeCancelled, tasks.OutcomeCancelling, tasks.OutcomeSkipped, tasks.OutcomeAlreadyTerminal} {
+		if counts[o] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
+		}
+	}
+	if len(parts) > 0 {
+		b.WriteString(" (" + strings.Join(parts, ", ") + ")")
+	}
+	b.WriteString("\n")
+	for _, note := range cut {
+		b.WriteString(note + "\n")
+	}
+	for _, r := range out.Tasks {
+		fmt.Fprintf(&b, "%s\t%s -> %s\t%s\n", r.ID, r.PreviousStatus, r.Status, r.Outcome)
+	}
+	if out.OmittedTasks > 0 {
+		fmt.Fprintf(&b, "(%d more not listed, to keep this result small; tasks_status shows every task's state)\n", out.OmittedTasks)
+	}
+	if counts[tasks.OutcomeCancelling] > 0 {
+		b.WriteString("running tasks were signalled; tasks_status with waitMs shows when they have stopped\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func (s *Server) tasksGraphTool() server.ServerTool {
 	return bind(s, mcp.NewTool("tasks_graph",
-		mcp.WithDescription("The shape of a task graph and why each unfinished task is where it is: ready (waiting for a free slot), waiting (on which dependencies), or blocked (a dependency failed: it will be skipped). "+
-			"Includes a topological order and a Mermaid flowchart."),
-		inputSchema(object(schema{"graphId": graphIDProp}, "graphId")),
+		mcp.WithDescription("Why a graph's pending tasks have not started: ready (no free slot yet), waiting (on dependencies) or blocked "+
+			"(a dependency failed: to be skipped). With dependencies, a topological order and a Mermaid chart of small graphs."),
+		inputSchema(object(schema{"graphId": graphIDProp, "cursor": cursorProp}, "graphId")),
 		outputSchema(graphSchema()),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
@@ -431,23 +429,28 @@ func (s *Server) tasksGraphTool() server.ServerTool {
 	),
 		func(ctx context.Context, _ mcp.CallToolRequest, a graphArgs) (*mcp.CallToolResult, error) {
 			if a.GraphID == "" {
-				return nil, invalidf("graphId is required")
+				return nil, invalidf("graphId is required: use the id tasks_run returned (tasks_list shows them)")
 			}
 			snap, err := s.tasks.Snapshot(ctx, a.GraphID)
 			if err != nil {
 				return nil, err
 			}
-			v, out := tasks.Explain(snap)
+			out, err := tasks.ExplainPage(snap, tasks.PageQuery{Cursor: a.Cursor, MaxBytes: s.maxResult()})
+			if err != nil {
+				return nil, err
+			}
 			var b strings.Builder
-			fmt.Fprintf(&b, "graph %s%s: %s, %d task(s)\n", snap.Graph.ID, quotedName(snap.Graph.Name), out.Status, len(v.Nodes))
-			for i, n := range v.Nodes {
-				if i == textTableRows {
-					fmt.Fprintf(&b, "... %d more in structuredContent\n", len(v.Nodes)-textTableRows)
-					break
-				}
+			fmt.Fprintf(&b, "graph %s%s: %s, %d task(s)\n", snap.Graph.ID, quotedName(snap.Graph.Name), out.Status, len(snap.Tasks))
+			for _, note := range out.Notes {
+				b.WriteString(note + "\n")
+			}
+			if note := s.slotNote(ctx, snap); note != "" {
+				b.WriteString(note + "\n")
+			}
+			for _, n := range out.Nodes {
 				line := fmt.Sprintf("%s%s [%s]", strings.Repeat("  ", min(n.Depth, 20)), n.ID, n.Status)
-				if n.Reason != "" {
-					line += " " + n.Reason
+				if n.Reason != nil {
+					line += " " + *n.Reason
 					switch {
 					case len(n.WaitingOn) > 0:
 						line += " on " + depList(n.WaitingOn)
@@ -457,56 +460,48 @@ func (s *Server) tasksGraphTool() server.ServerTool {
 				}
 				b.WriteString(line + "\n")
 			}
-			b.WriteString("\n```mermaid\n" + v.Mermaid + "\n```")
-			return mcp.NewToolResultStructured(out, b.String()), nil
+			if out.Mermaid != nil {
+				b.WriteString("\n```mermaid\n" + *out.Mermaid + "\n```")
+			}
+			return mcp.NewToolResultStructured(out, strings.TrimSuffix(b.String(), "\n")), nil
 		})
 }
 
 func statusSchema() schema {
-	return object(schema{
-		"graphId": str("The graph."), "name": str("Its label."),
-		"status":    enum("Derived: running while any task is pending or running, else failed if any failed, else cancelled if any was cancelled or skipped, else succeeded.", tasks.GraphStates...),
-		"createdAt": str("RFC 3339 time."), "finishedAt": nullableTime,
-		"expired":  boolean("Its live logs were archived after --retention; logs are then read from the artifact."),
-		"artifact": nullable(object(schema{"path": str("Archive path."), "bytes": integer("Size.", 0), "sha256": str("Checksum.")}, "path", "bytes", "sha256")),
-		"progress": progressProp,
-		"tasks": array("The selected tasks, in submitted order.", object(schema{
-			"id": str("Task id."), "status": enum("State.", stateEnum...),
-			"errorCode": nullable(str("EXIT_NONZERO, SIGNALED, TIMEOUT, SPAWN_FAILED, RUNNER_RESTARTED, RUNNER_SHUTDOWN, CANCELLED, UPSTREAM_FAILED or UPSTREAM_CANCELLED.")),
-			"exitCode":  nullable(integer("Exit status.", 0)),
-			"signal":    nullable(str("Signal that killed it.")),
-			"message":   nullable(str("Why it failed, was cancelled or skipped, in words.")),
-			"attempt":   integer("Attempts made (retries count).", 0),
-			"dependsOn": array("Dependencies.", schema{"type": "string"}),
-			"startedAt": nullableTime, "finishedAt": nullableTime,
-			"durationMs": nullable(integer("Run time so far or in all.", 0)),
-			"log": nullable(object(schema{
-				"path": str("Log file."), "size": integer("Its size in bytes.", 0),
-				"offset": integer("Where text starts.", 0), "nextOffset": integer("Where the next page starts.", 0),
-				"eof": boolean("text reaches the end of the log."), "text": str("The log slice (stdout and stderr interleaved)."),
-			}, "path", "size", "offset", "nextOffset", "eof", "text")),
-		}, "id", "status", "errorCode", "exitCode", "signal", "message", "attempt", "dependsOn", "startedAt", "finishedAt", "durationMs", "log")),
-	}, "graphId", "name", "status", "createdAt", "finishedAt", "expired", "artifact", "progress", "tasks")
+	return props(schema{
+		"graphId": tString, "name": tString, "status": tGraphState, "createdAt": tString, "finishedAt": tTime,
+		"expired":  tBool,
+		"artifact": nullable(props(schema{"path": tString, "bytes": tInt, "sha256": tString})),
+		"progress": tProgress,
+		"tasks": list(props(schema{
+			"id": tString, "status": tState, "errorCode": nullable(tString), "exitCode": nullable(tInt),
+			"signal": nullable(tString), "message": nullable(tString), "attempt": tInt, "dependsOn": tIDs,
+			"startedAt": tTime, "finishedAt": tTime, "durationMs": nullable(tInt),
+			"log": nullable(props(schema{"path": tString, "size": tInt, "offset": tInt, "nextOffset": tInt,
+				"eof": tBool, "text": tString})),
+			"omittedDeps": tInt,
+		})),
+		"omittedTasks": tInt,
+		"nextCursor":   tCursor,
+		"runner":       props(schema{"id": tString, "pid": tInt, "live": tBool}),
+	})
 }
 
 func graphSchema() schema {
-	dep := object(schema{"id": str("Dependency."), "status": enum("Its state.", stateEnum...)}, "id", "status")
-	return object(schema{
-		"graphId": str("The graph."),
-		"name":    str("Its label."),
-		"status":  enum("Derived status.", tasks.GraphStates...),
-		"nodes": array("Tasks in submitted order.", object(schema{
-			"id": str("Task."), "status": enum("State.", stateEnum...), "depth": integer("Longest dependency path from a task without dependencies.", 0),
-			"dependsOn":  array("Dependencies.", schema{"type": "string"}),
-			"dependents": array("Tasks that depend on it.", schema{"type": "string"}),
-			"reason":     nullable(enum("For a pending task: ready (waits for a free slot), waiting (on unfinished dependencies), blocked (a dependency failed or was cancelled: it will be skipped). Null otherwise.", tasks.ReasonReady, tasks.ReasonWaiting, tasks.ReasonBlocked)),
-			"waitingOn":  array("Unfinished dependencies, for waiting.", dep),
-			"blockedBy":  array("Dependencies that failed, were cancelled or skipped, for blocked.", dep),
-		}, "id", "status", "depth", "dependsOn", "dependents", "reason", "waitingOn", "blockedBy")),
-		"edges":   array("Dependency edges, from the dependency to the dependent.", object(schema{"from": str("Dependency."), "to": str("Dependent.")}, "from", "to")),
-		"order":   array("A topological order of the task ids.", schema{"type": "string"}),
-		"mermaid": str("A Mermaid flowchart of the graph, states as classes."),
-	}, "graphId", "name", "status", "nodes", "edges", "order", "mermaid")
+	dep := list(props(schema{"id": tString, "status": tState}))
+	return props(schema{
+		"graphId": tString, "name": tString, "status": tGraphState,
+		"nodes": list(props(schema{
+			"id": tString, "status": tState, "depth": tInt, "dependsOn": tIDs, "dependents": tIDs,
+			"reason":    nullable(enum("", tasks.ReasonReady, tasks.ReasonWaiting, tasks.ReasonBlocked)),
+			"waitingOn": dep, "blockedBy": dep, "omittedDeps": tInt,
+		})),
+		"edges":        list(props(schema{"from": tString, "to": tString})),
+		"order":        tIDs,
+		"mermaid":      nullable(tString),
+		"omittedNodes": tInt,
+		"nextCursor":   tCursor,
+	})
 }
 
 func quotedName(name string) string {

@@ -69,6 +69,7 @@ func callTool(t testing.TB, s *Server, name string, args any) *mcp.CallToolResul
 	if envelope.Error != nil || envelope.Result == nil {
 		t.Fatalf("%s: protocol error %v", name, envelope.Error)
 	}
+	checkResult(t, s, name, envelope.Result)
 	return envelope.Result
 }
 
@@ -135,25 +136,29 @@ func TestTools_Contract(t *testing.T) {
 		if ro != readOnly[tl.Name] {
 			t.Errorf("%s readOnlyHint = %v, want %v", tl.Name, ro, readOnly[tl.Name])
 		}
-		if tl.Annotations.DestructiveHint == nil {
+		// A read-only tool's destructiveHint means nothing (MCP): it is left out to keep
+		// tools/list small; every other tool says whether it destroys.
+		if !ro && tl.Annotations.DestructiveHint == nil {
 			t.Errorf("%s has no destructiveHint", tl.Name)
+		}
+		if ow := tl.Annotations.OpenWorldHint; ow == nil || *ow {
+			t.Errorf("%s: openWorldHint = %v, want false (it touches this machine only)", tl.Name, ow)
 		}
 	}
 }
 
-// requiredFields is the output schema's list of always-present fields.
+// requiredFields is the output schema's list of fields, every one always present.
 func requiredFields(t *testing.T, s *Server, tool string) []string {
 	t.Helper()
 	for _, st := range s.registry() {
 		if st.Tool.Name == tool {
 			var sch struct {
-				Required []string `json:"required"`
+				Properties map[string]any `json:"properties"`
 			}
 			if err := json.Unmarshal(st.Tool.RawOutputSchema, &sch); err != nil {
 				t.Fatal(err)
 			}
-			sort.Strings(sch.Required)
-			return sch.Required
+			return keys(sch.Properties)
 		}
 	}
 	t.Fatalf("no tool %s", tool)

@@ -1,0 +1,209 @@
+package pty
+
+import (
+	"bytes"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// mark is one shell integration mark read from the output.
+type mark struct {
+	kind    byte   // 'A', 'B', 'C', 'D' (OSC 133) or '7' (OSC 7, the directory)
+	code    *int   // D: the command's exit status, nil when the shell gave none
+	cmdline string // C: the command line, when the shell reported it
+	cwd     string // 7: the directory, decoded
+}
+
+// maxMark bounds how much of an unterminated OSC 133 or OSC 7 sequence is held back
+// waiting for its end: a path of PATH_MAX bytes, percent-encoded, fits. Anything longer is
+// not one of ours and passes through as output.
+const maxMark = 16 << 10
+
+// pasteMode is the sequence with which a program turns bracketed paste on (…h) or off (…l).
+const pasteMode = "\x1b[?2004"
+
+// markFilter takes the shell integration marks out of a session's output, which the
+// reader feeds it chunk by chunk: a mark may be split across chunks, so the start of an
+// escape sequence at the end of a chunk is held back until the next one says what it is.
+// Marks are consumed only for an integrated shell (consume); in every session it also
+// notes the bracketed paste mode, leaving those bytes in the output. Only the reader
+// goroutine uses a markFilter.
+type markFilter struct {
+	consume bool
+	held    []byte
+}
+
+// markSink receives what feed finds, in stream order: output to keep, marks, and changes
+// of the bracketed paste mode.
+type markSink interface {
+	output(p []byte)
+	mark(m mark)
+	pasteMode(on bool)
+}
+
+// feed filters p into sink.
+func (f *markFilter) feed(p []byte, sink markSink) {
+	data := p
+	if len(f.held) > 0 {
+		data = append(f.held, p...)
+		f.held = nil
+	}
+	start, i := 0, 0
+	for {
+		j := bytes.IndexByte(data[i:], 0x1b)
+		if j < 0 {
+			break
+		}
+		j += i
+		rest := data[j:]
+		if len(rest) < 2 {
+			f.hold(data, j, start, sink)
+			return
+		}
+		switch rest[1] {
+		case ']':
+			if !f.consume {
+				i = j + 1
+				continue
+			}
+			body := rest[2:]
+			ours := bytes.HasPrefix(body, []byte("133;")) || bytes.HasPrefix(body, []byte("7;"))
+			if !ours {
+				if len(body) < 4 && (bytes.HasPrefix([]byte("133;"), body) || bytes.HasPrefix([]byte("7;"), body)) {
+					f.hold(data, j, start, sink) // too short to tell yet
+					return
+				}
+				i = j + 1
+				continue
+			}
+			n, term := oscEnd(body)
+			if n < 0 && len(body) <= maxMark {
+				f.hold(data, j, start, sink)
+				return
+			}
+			if n < 0 || n > maxMark {
+				i = j + 1 // far too long to be ours: let it through
+				continue
+			}
+			if j > start {
+				sink.output(data[start:j])
+			}
+			if m, ok := parseMark(string(body[:n])); ok {
+				sink.mark(m)
+			}
+			start = j + 2 + n + term
+			i = start
+		case '[':
+			if len(rest) <= len(pasteMode) {
+				if bytes.HasPrefix([]byte(pasteMode), rest) {
+					f.hold(data, j, start, sink)
+					return
+				}
+			} else if bytes.HasPrefix(rest, []byte(pasteMode)) && (rest[len(pasteMode)] == 'h' || rest[len(pasteMode)] == 'l') {
+				// Left in the output: only noted, at its place in the stream.
+				if j > start {
+					sink.output(data[start:j])
+				}
+				sink.output(rest[:len(pasteMode)+1])
+				sink.pasteMode(rest[len(pasteMode)] == 'h')
+				start = j + len(pasteMode) + 1
+				i = start
+				continue
+			}
+			i = j + 1
+		default:
+			i = j + 1
+		}
+	}
+	if start < len(data) {
+		sink.output(data[start:])
+	}
+}
+
+// hold passes data[start:j] on and keeps data[j:] for the next feed.
+func (f *markFilter) hold(data []byte, j, start int, sink markSink) {
+	if j > start {
+		sink.output(data[start:j])
+	}
+	f.held = append([]byte(nil), data[j:]...)
+}
+
+// flush passes on what is held back, at the end of the output.
+func (f *markFilter) flush(sink markSink) {
+	if len(f.held) > 0 {
+		sink.output(f.held)
+		f.held = nil
+	}
+}
+
+// oscEnd finds the end of an OSC string: the length of its body and of its terminator
+// (BEL, or ESC \), or -1 if it has not ended yet.
+func oscEnd(body []byte) (n, term int) {
+	for k, b := range body {
+		switch b {
+		case 0x07:
+			return k, 1
+		case 0x1b:
+			if k+1 < len(body) {
+				return k, 2 // ESC \ is ST; any other ESC ends the string as well
+			}
+			return -1, 0
+		}
+	}
+	return -1, 0
+}
+
+// parseMark reads the body of an OSC 133 or OSC 7 sequence.
+func parseMark(body string) (mark, bool) {
+	if rest, ok := strings.CutPrefix(body, "7;"); ok {
+		// file://host/path. Not url.Parse: a '#' or '?' in a directory name is not a
+		// fragment or a query here.
+		rest, ok = strings.CutPrefix(rest, "file://")
+		if !ok {
+			return mark{}, false
+		}
+		i := strings.IndexByte(rest, '/')
+		if i < 0 {
+			return mark{}, false
+		}
+		p := rest[i:]
+		// Our sh script cannot percent-encode; a path that does not decode is taken as
+		// it is.
+		if d, err := url.PathUnescape(p); err == nil {
+			p = d
+		}
+		return mark{kind: '7', cwd: p}, true
+	}
+	rest, ok := strings.CutPrefix(body, "133;")
+	if !ok || rest == "" {
+		return mark{}, false
+	}
+	m := mark{kind: rest[0]}
+	params := strings.Split(rest[1:], ";")[1:] // rest[1:] is "" or ";..."
+	switch m.kind {
+	case 'A', 'B':
+	case 'C':
+		for i, p := range params {
+			if v, ok := strings.CutPrefix(p, "cmdline_url="); ok {
+				// The value runs to the end: a ';' in it was the command's own.
+				v = strings.Join(append([]string{v}, params[i+1:]...), ";")
+				if s, err := url.PathUnescape(v); err == nil {
+					m.cmdline = s
+				} else {
+					m.cmdline = v
+				}
+				break
+			}
+		}
+	case 'D':
+		if len(params) > 0 {
+			if n, err := strconv.Atoi(params[0]); err == nil {
+				m.code = &n
+			}
+		}
+	default:
+		return mark{}, false
+	}
+	return m, true
+}

@@ -1,0 +1,591 @@
+package pty
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Screen is what a session's terminal shows, as a person would see it.
+type Screen struct {
+	Cols, Rows int
+	// Lines holds one string per row, top to bottom, trailing spaces removed; a wide
+	// character takes one string position and two columns.
+	Lines []string
+	// CursorRow and CursorCol are 0-based.
+	CursorRow, CursorCol int
+	// AltScreen reports that the alternate screen (full-screen programs) is shown.
+	AltScreen bool
+	// Title is the window title the program last set, "" if none.
+	Title string
+}
+
+// MaxScreenCells is the largest terminal (cols x rows) a session keeps an emulator for.
+// Its memory grows with the cells, about 275 bytes each (14 MB at the limit); a larger
+// terminal has no screen, and cursor position queries get the start of the last row.
+const MaxScreenCells = 50_000
+
+// How the terminal goroutine shares the machine with the program's output. The emulator
+// parses about a megabyte a second, sixty times slower than the read path, so it must
+// be allowed to fall behind and catch up without holding anything up.
+const (
+	// feedSlice is how much output the emulator parses between looks at new output, and
+	// between chances for a snapshot or a query to take the lock: a few milliseconds.
+	feedSlice = 16 << 10
+	// skipMin: when the emulator is behind by more than this, it skips to the newest
+	// place the scanner found where the screen starts afresh (a clear, a screen switch,
+	// or the start of the last screenfuls of scrolling text).
+	skipMin = 64 << 10
+	// burst: output arriving this fast (more than this between two looks) is bulk
+	// output: the emulator waits for a pause in it, then skips ahead. It also waits while
+	// output flows and it is more than a feedSlice behind.
+	burst = 64 << 10
+	// quietGap is the pause in output that counts as one.
+	quietGap = 50 * time.Millisecond
+	// bulkPoll is how often the terminal goroutine looks at output arriving in bulk; a
+	// query in it waits this long at most.
+	bulkPoll = 5 * time.Millisecond
+	// answerTimeout bounds the write of an answer to a program that does not read its
+	// input; it would not be reading the answer either.
+	answerTimeout = time.Second
+)
+
+// term is the terminal side of a session: a scanner that answers queries, and an
+// emulator that keeps the screen. Both read the session's output from its ring buffer on
+// their own goroutine (run), never in the read loop, which only signals new output. The
+// emulator may lag: a snapshot or a cursor position query brings it up to date first.
+type term struct {
+	s      *session
+	notify chan struct{} // readLoop signals new output here, never blocking
+
+	evMu   sync.Mutex // guards the event queues; taken under s.mu, so never the other way
+	scanEv []resizeEvent
+	feedEv []resizeEvent
+	evCols int // size after the newest event
+	evRows int
+
+	// mu guards what follows; it is taken before s.mu and amu, never after them.
+	mu            sync.Mutex
+	sc            *scanner
+	emu           emulator // nil while the terminal is larger than MaxScreenCells
+	fed           int64    // offset of the next byte for the emulator
+	pending       []query  // answers not sent yet, in the order of their queries
+	buf           []byte
+	win           []byte    // rowStart's window
+	lastNew       time.Time // when the scanner last found new output
+	lastBurst     time.Time // when it last found more than burst bytes
+	throttleUntil time.Time
+
+	amu sync.Mutex // held while answers are written, so they go out in order
+}
+
+// resizeEvent is a terminal resize at a place in the output: what came before it was
+// drawn at the old size.
+type resizeEvent struct {
+	at         int64
+	cols, rows int
+}
+
+func newTerm(s *session, cols, rows int) *term {
+	t := &term{s: s, notify: make(chan struct{}, 1), sc: newScanner(cols, rows), evCols: cols, evRows: rows}
+	if cols*rows <= MaxScreenCells {
+		t.emu = newEmulator(cols, rows)
+	}
+	return t
+}
+
+// wake tells the terminal goroutine that output arrived. It never blocks: one pending
+// signal covers any amount of output.
+func (t *term) wake() {
+	if t == nil {
+		return
+	}
+	select {
+	case t.notify <- struct{}{}:
+	default:
+	}
+}
+
+// resized records a resize at offset at (the end of the output when it happened); the
+// caller holds s.mu.
+func (t *term) resized(at int64, cols, rows int) {
+	if t == nil {
+		return
+	}
+	t.evMu.Lock()
+	defer t.evMu.Unlock()
+	if cols == t.evCols && rows == t.evRows {
+		return
+	}
+	ev := resizeEvent{at: at, cols: cols, rows: rows}
+	t.scanEv = append(t.scanEv, ev)
+	t.feedEv = append(t.feedEv, ev)
+	t.evCols, t.evRows = cols, rows
+	t.wake()
+}
+
+// run is the terminal goroutine: it answers queries as soon as their output is read and
+// keeps the emulator as close behind as the machine allows. It ends with the read loop;
+// snapshots of an exited session are made by their caller.
+func (t *term) run(readerDone <-chan struct{}) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	poll := false
+	for {
+		if poll {
+			// Bulk output: looking every bulkPoll instead of at every read spares the
+			// read loop a goroutine wake-up per read, which costs more than the scan.
+			select {
+			case <-timer.C:
+			case <-readerDone:
+				return
+			}
+		} else {
+			select {
+			case <-t.notify:
+			case <-timer.C:
+			case <-readerDone:
+				return
+			}
+		}
+		var again time.Duration
+		again, poll = t.step()
+		if poll {
+			again = bulkPoll
+		}
+		if again > 0 {
+			timer.Reset(again)
+		}
+	}
+}
+
+// step scans new output, answers what can be answered and feeds the emulator a slice. It
+// returns when to come back without a signal (0 for "at the next signal"), and whether
+// output is arriving in bulk.
+func (t *term) step() (again time.Duration, bulk bool) {
+	t.mu.Lock()
+	now := time.Now()
+	before := t.sc.pos
+	if t.scanAll() {
+		t.lastNew = now
+		if t.sc.pos-before > burst {
+			t.lastBurst = now
+			bulk = true
+		}
+	}
+	if at, ok := t.firstCPR(); ok {
+		// A program waits for its cursor position: catch up to its query now.
+		t.advance(at, 0)
+		again = time.Microsecond // the rest as usual, after the answer is out
+	} else if backlog := t.sc.pos - t.fed; backlog > 0 {
+		quiet := now.Sub(t.lastNew) >= quietGap
+		switch {
+		case !quiet && (now.Sub(t.lastBurst) < quietGap || backlog > feedSlice):
+			// Bulk output: the emulator waits for a pause, then skips ahead.
+			again = quietGap - now.Sub(t.lastNew)
+		case !quiet && now.Before(t.throttleUntil):
+			again = t.throttleUntil.Sub(now)
+		default:
+			t.advance(t.sc.pos, feedSlice)
+			end := time.Now()
+			if !quiet {
+				// While output flows, the emulator takes at most a third of a CPU.
+				t.throttleUntil = end.Add(2 * end.Sub(now))
+			}
+			if t.fed < t.sc.pos {
+				again = max(t.throttleUntil.Sub(end), time.Microsecond)
+			}
+		}
+	}
+	t.flush()
+	return again, bulk
+}
+
+// flush sends the answers that are ready, in order, after releasing mu (held by the
+// caller) so a program slow to read them holds up nothing but the answers after them.
+func (t *term) flush() {
+	n := 0
+	for n < len(t.pending) && t.pending[n].reply != nil {
+		n++
+	}
+	if n == 0 {
+		t.mu.Unlock()
+		return
+	}
+	out := slices.Clone(t.pending[:n])
+	t.pending = slices.Delete(t.pending, 0, n)
+	t.amu.Lock()
+	t.mu.Unlock()
+	defer t.amu.Unlock()
+	deadline := time.Now().Add(answerTimeout)
+	for _, q := range out {
+		if _, err := t.s.write(context.Background(), q.reply, deadline); err != nil {
+			return // gone, or not reading its input: the rest would fare no better
+		}
+	}
+}
+
+// scanAll scans the output up to the end of the ring and reports whether there was any.
+// The caller holds mu.
+func (t *term) scanAll() bool {
+	found := false
+	for {
+		t.s.mu.Lock()
+		end, start := t.s.ring.end, t.s.ring.start()
+		t.evMu.Lock()
+		limit := end
+		if len(t.scanEv) > 0 {
+			limit = min(limit, t.scanEv[0].at)
+		}
+		t.evMu.Unlock()
+		if t.sc.pos < start {
+			t.sc.gap(start) // what was not scanned in time is gone: its queries too
+		}
+		limit = min(limit, t.sc.pos+64<<10)
+		t.buf, _ = t.s.ring.appendRange(t.buf[:0], t.sc.pos, limit)
+		t.s.mu.Unlock()
+		if len(t.buf) > 0 {
+			found = true
+			t.sc.scan(t.buf)
+			t.pending = append(t.pending, t.sc.take()...)
+		}
+		t.evMu.Lock()
+		for len(t.scanEv) > 0 && t.scanEv[0].at <= t.sc.pos {
+			t.sc.resize(t.scanEv[0].cols, t.scanEv[0].rows)
+			t.scanEv = t.scanEv[1:]
+		}
+		t.evMu.Unlock()
+		if t.sc.pos >= end {
+			return found
+		}
+	}
+}
+
+// firstCPR returns where the oldest unanswered cursor position query ends.
+func (t *term) firstCPR() (int64, bool) {
+	for _, q := range t.pending {
+		if q.reply == nil {
+			return q.at, true
+		}
+	}
+	return 0, false
+}
+
+// advance feeds the emulator up to target (at most what was scanned), skipping ahead when
+// it is far behind, and answers the cursor position queries it passes. budget, when not
+// zero, bounds the bytes parsed. The caller holds mu.
+func (t *term) advance(target, budget int64) {
+	target = min(target, t.sc.pos)
+	for {
+		t.applyResizes(t.fed)
+		t.answerCPRs()
+		if t.fed >= target {
+			return
+		}
+		stop := target
+		if at, ok := t.firstCPR(); ok {
+			stop = min(stop, at) // exactly there, to answer it from the cursor of that moment
+		}
+		t.skip(stop)
+		stop = min(stop, t.fed+feedSlice)
+		if budget > 0 {
+			stop = min(stop, t.fed+budget)
+		}
+		n := t.feed(stop)
+		if budget > 0 {
+			if budget -= n; budget <= 0 {
+				t.answerCPRs()
+				return
+			}
+		}
+	}
+}
+
+// feed parses the output from fed towards stop, as far as the next resize, and returns
+// how many bytes it parsed.
+func (t *term) feed(stop int64) int64 {
+	t.applyResizes(t.fed)
+	t.evMu.Lock()
+	if len(t.feedEv) > 0 {
+		stop = min(stop, t.feedEv[0].at)
+	}
+	t.evMu.Unlock()
+	if stop <= t.fed {
+		return 0
+	}
+	t.s.mu.Lock()
+	start := t.s.ring.start()
+	t.buf, _ = t.s.ring.appendRange(t.buf[:0], t.fed, stop)
+	t.s.mu.Unlock()
+	if t.fed < start {
+		// Fell out of the ring before it was parsed: go on where the output is whole.
+		t.jump(start, nil, false)
+		return 0
+	}
+	if t.emu != nil {
+		t.emu.Write(t.buf)
+	}
+	t.fed = stop
+	t.applyResizes(t.fed)
+	return int64(len(t.buf))
+}
+
+// feedTo parses everything up to stop.
+func (t *term) feedTo(stop int64) {
+	for t.fed < stop {
+		t.feed(min(stop, t.fed+feedSlice))
+	}
+}
+
+// skip moves the emulator ahead to the newest place before target where the screen starts
+// afresh, when it is far enough behind for parsing everything to cost.
+func (t *term) skip(target int64) {
+	if target-t.fed < skipMin {
+		return
+	}
+	p, ok := t.sc.point(t.fed, target)
+	if at, found := t.lineSkip(target); found && at > t.fed && (!ok || at > p.at) {
+		t.jump(at, &t.sc.st, true)
+		return
+	}
+	if !ok {
+		return
+	}
+	if a := p.alt; a != nil && t.fed < a.enter {
+		// A point on the alternate screen, or where it is left: the main screen must be
+		// as it was when the alternate one was entered. Draw it from its last rows, or
+		// from its last skip point.
+		if at, found := t.rowStart(a.rows); found && at > t.fed && at > a.main.at {
+			t.jump(at, &a.rows.st, true)
+		} else if a.main.at > t.fed {
+			t.jump(a.main.at, &a.main.st, false)
+		}
+		t.feedTo(a.enter)
+	}
+	t.jump(p.at, &p.st, false)
+}
+
+// lineSkip returns where the last screenfuls of rows before target begin, when they were
+// printed on the main screen after the last barrier: from there on they are all the
+// screen shows. The modes there are the scanner's: no barrier came since.
+func (t *term) lineSkip(target int64) (int64, bool) {
+	if t.sc.st.alt || t.sc.barrierAt > target {
+		return 0, false
+	}
+	return t.rowStart(rowSpan{from: t.sc.barrierAt, to: target, cols: t.sc.cols, rows: t.sc.rows})
+}
+
+// maxRowWindow bounds how much output rowStart reads back to find the last screenfuls.
+const maxRowWindow = 1 << 20
+
+// rowStart returns where the last 2*rows rows of the span begin, if it holds that many:
+// the line model runs over its end, from a window of a few screenfuls of bytes, wider
+// while that is not enough.
+func (t *term) rowStart(span rowSpan) (int64, bool) {
+	w := int64(2*span.rows*(span.cols+1) + 4096)
+	for {
+		lo := max(span.from, span.to-w)
+		t.s.mu.Lock()
+		oldest := t.s.ring.start()
+		lo = max(lo, oldest)
+		t.win, _ = t.s.ring.appendRange(t.win[:0], lo, span.to)
+		t.s.mu.Unlock()
+		data, base := t.win, lo
+		if lo > span.from {
+			// Mid-output: start after a line feed, where text most likely is.
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				data = nil
+			} else {
+				data, base = data[i+1:], base+int64(i+1)
+			}
+		}
+		ls := newLineScanner(base, span.cols, span.rows)
+		ls.scan(data)
+		if at, ok := ls.rowStart(); ok {
+			return at, true
+		}
+		if lo == span.from || w >= maxRowWindow || lo <= oldest {
+			return 0, false
+		}
+		w *= 4
+	}
+}
+
+// jump makes the emulator go on from offset at without parsing what lies before it: the
+// resizes in between are applied, the modes in st (the scanner's at that place) are
+// restored, and for a skip into scrolling text (line) the cursor starts a new row.
+func (t *term) jump(at int64, st *vtState, line bool) {
+	t.applyResizes(at)
+	t.fed = at
+	if t.emu == nil {
+		return
+	}
+	// CAN ends any sequence the emulator was in the middle of.
+	pre := []byte{0x18}
+	if st != nil {
+		pre = appendState(pre, *st, t.emu)
+	}
+	if line {
+		pre = append(pre, "\r\n"...)
+	}
+	t.emu.Write(pre)
+}
+
+// appendState appends the sequences that put emu in the modes of st.
+func appendState(b []byte, st vtState, emu emulator) []byte {
+	if emu.AltScreen() != st.alt {
+		if st.alt {
+			b = append(b, "\x1b[?1049h"...)
+		} else {
+			b = append(b, "\x1b[?1049l"...)
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(st.dec)) {
+		if m == 1047 || m == 1048 || m == 1049 {
+			continue // the screen is switched above; 1048 would move the cursor
+		}
+		b = fmt.Appendf(b, "\x1b[?%d%c", m, hl(st.dec[m]))
+	}
+	for _, m := range slices.Sorted(maps.Keys(st.ansi)) {
+		b = fmt.Appendf(b, "\x1b[%d%c", m, hl(st.ansi[m]))
+	}
+	if st.top == 0 && st.bottom == 0 {
+		b = append(b, "\x1b[r"...)
+	} else {
+		b = fmt.Appendf(b, "\x1b[%d;%dr", st.top, st.bottom)
+	}
+	if st.title != emu.Title() {
+		b = fmt.Appendf(b, "\x1b]2;%s\x07", st.title)
+	}
+	return b
+}
+
+func hl(set bool) byte {
+	if set {
+		return 'h'
+	}
+	return 'l'
+}
+
+// applyResizes applies the resizes recorded at or before offset at.
+func (t *term) applyResizes(at int64) {
+	t.evMu.Lock()
+	defer t.evMu.Unlock()
+	for len(t.feedEv) > 0 && t.feedEv[0].at <= at {
+		ev := t.feedEv[0]
+		t.feedEv = t.feedEv[1:]
+		switch fits := ev.cols*ev.rows <= MaxScreenCells; {
+		case !fits:
+			t.emu = nil // its memory goes back; the program redraws when it comes back
+		case t.emu == nil:
+			t.emu = newEmulator(ev.cols, ev.rows)
+		default:
+			t.emu.Resize(ev.cols, ev.rows)
+		}
+	}
+}
+
+// answerCPRs answers the cursor position queries the emulator has got to.
+func (t *term) answerCPRs() {
+	for i := range t.pending {
+		q := &t.pending[i]
+		if q.reply != nil || q.at > t.fed {
+			continue
+		}
+		row, col := 0, 0
+		if t.emu != nil {
+			row, col = t.emu.Cursor()
+		} else {
+			// No emulator (a terminal too large to keep): the start of the last row,
+			// the usual place after output, beats no answer at all.
+			row = t.sc.rows - 1
+		}
+		if q.ext {
+			q.reply = fmt.Appendf(nil, "\x1b[?%d;%d;1R", row+1, col+1)
+		} else {
+			q.reply = fmt.Appendf(nil, "\x1b[%d;%dR", row+1, col+1)
+		}
+	}
+}
+
+// snapshot returns the screen once the output up to target is drawn. The terminal
+// goroutine may have drawn more meanwhile (output that arrived after target): the
+// emulator only goes forward.
+func (t *term) snapshot(target int64) (*Screen, bool) {
+	t.mu.Lock()
+	t.scanAll()
+	t.advance(target, 0)
+	if t.emu == nil {
+		t.flush()
+		return nil, false
+	}
+	cols, rows := t.emu.Size()
+	row, col := t.emu.Cursor()
+	scr := &Screen{
+		Cols: cols, Rows: rows, Lines: t.emu.Lines(make([]string, 0, rows)),
+		CursorRow: row, CursorCol: col, AltScreen: t.emu.AltScreen(), Title: t.emu.Title(),
+	}
+	t.flush()
+	return scr, true
+}
+
+// startTerm gives a new session its terminal side and starts its goroutine; start calls
+// it before the read loop runs.
+func (m *Manager) startTerm(s *session) {
+	if m.cfg.NoEmulator {
+		return
+	}
+	s.term = newTerm(s, s.cols, s.rows)
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); s.term.run(s.readerDone) }()
+}
+
+// checkScreen refuses a screen before anything is done when there can be none: on a server
+// without emulation, or for a terminal larger than MaxScreenCells.
+func (m *Manager) checkScreen(op string, want bool, cols, rows int) error {
+	switch {
+	case !want:
+		return nil
+	case m.cfg.NoEmulator:
+		return invalidf(op, "screen is not available: this server runs sessions without terminal emulation")
+	case cols*rows > MaxScreenCells:
+		return invalidf(op, "screen is kept for terminals of at most %d cells (cols x rows), this one would be %dx%d; give smaller cols and rows",
+			MaxScreenCells, cols, rows)
+	}
+	return nil
+}
+
+// checkScreen is Manager.checkScreen for an IO that may resize (cols, rows) first; zero
+// means the current size.
+func (s *session) checkScreen(op string, want bool, cols, rows int) error {
+	if !want {
+		return nil
+	}
+	if s.term == nil {
+		return invalidf(op, "screen is not available: this server runs sessions without terminal emulation")
+	}
+	if cols == 0 && rows == 0 {
+		s.mu.Lock()
+		cols, rows = s.cols, s.rows
+		s.mu.Unlock()
+	}
+	if cols*rows > MaxScreenCells {
+		return invalidf(op, "screen is kept for terminals of at most %d cells (cols x rows), this one is %dx%d; resize it with smaller cols and rows in the same call",
+			MaxScreenCells, cols, rows)
+	}
+	return nil
+}
+
+// addScreen sets res.Screen when asked for: the screen once the output up to res.Cursor
+// is drawn. It stays nil if a concurrent resize made the terminal too large meanwhile.
+func (s *session) addScreen(res *ReadResult, want bool) {
+	if want && s.term != nil {
+		res.Screen, _ = s.term.snapshot(res.Cursor)
+	}
+}

@@ -1,0 +1,92 @@
+# mcp-harness shell integration for bash (4.4 or later): OSC 133 marks (A prompt start,
+# B input start, C output start, D;status command end) and OSC 7 (the directory), which
+# the server reads and removes from the output. Sourced once, after the user's own rc
+# files, so it sees the final PROMPT_COMMAND, PS0 and PS1, and re-armed at every prompt,
+# so a hook that rewrites them later does not strip it.
+if [[ -n "${__mh_installed-}" ]]; then
+	return 0
+fi
+# PS0 and ${var@a} came with bash 4.4; an older bash (macOS's 3.2) goes without marks.
+if ((BASH_VERSINFO[0] < 4 || BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 4)); then
+	return 0
+fi
+__mh_installed=1
+__mh_dir=${BASH_SOURCE[0]%/*}
+
+# Where PROMPT_COMMAND loaded this file (bash started with --norc, a login shell), the
+# loader must go: it is not the user's, and children must not inherit it.
+if [[ -n ${PROMPT_COMMAND+x} && ${PROMPT_COMMAND@a} != *a* ]]; then
+	PROMPT_COMMAND=${PROMPT_COMMAND//"__mh_load=1 . '$__mh_dir/bash.sh'"/}
+	export -n PROMPT_COMMAND
+fi
+
+__mh_cwd() {
+	# Percent-encode what would end or break the escape sequence, and % itself.
+	local p=${PWD//%/%25}
+	p=${p//$'\a'/%07}
+	p=${p//$'\e'/%1B}
+	p=${p//$'\n'/%0A}
+	builtin printf '\e]7;file://%s%s\a' "${HOSTNAME-}" "$p"
+}
+
+# __mh_precmd runs first at every prompt. $? must be read on its first line: anything
+# run before it (another hook, even a local without a value) would replace the status.
+# It returns the status again, so hooks after it (a prompt that shows it) still see it.
+__mh_precmd() {
+	local __mh_status=$?
+	builtin printf '\e]133;D;%s\a' "$__mh_status"
+	__mh_cwd
+	builtin printf '\e]133;A\a'
+	__mh_arm
+	return "$__mh_status"
+}
+
+# __mh_end runs last at every prompt, after any hook that rewrites PS0 or PS1, and puts
+# the marks back. C goes in PS0, which bash prints after it reads a command line and
+# before it runs it (a DEBUG trap would fire for every simple command instead). PS0 takes
+# no \[ \] (bash prints them literally there); PS1 needs them, so readline does not count
+# the mark as printing characters.
+__mh_end() {
+	local __mh_status=$? __mh_ps
+	# Variables that may be unset are read with a default: an rc may set -u.
+	__mh_ps=${PS0-}
+	if [[ $__mh_ps != *$'\e]133;C\a' ]]; then
+		PS0=${__mh_ps//$'\e]133;C\a'/}$'\e]133;C\a'
+	fi
+	__mh_ps=${PS1-}
+	if [[ $__mh_ps != *'\[\e]133;B\a\]' ]]; then
+		PS1=${__mh_ps//'\[\e]133;B\a\]'/}'\[\e]133;B\a\]'
+	fi
+	return "$__mh_status"
+}
+
+# __mh_arm keeps __mh_precmd first and __mh_end last in PROMPT_COMMAND (a string, or an
+# array since bash 5.1), whatever an rc file or a framework such as bash-preexec did to it.
+__mh_arm() {
+	if [[ -n ${PROMPT_COMMAND+x} && ${PROMPT_COMMAND@a} == *a* ]]; then
+		if [[ ${PROMPT_COMMAND[0]} != __mh_precmd || ${PROMPT_COMMAND[-1]} != __mh_end ]]; then
+			local __mh_pc=() __mh_c
+			for __mh_c in "${PROMPT_COMMAND[@]}"; do
+				[[ $__mh_c == __mh_precmd || $__mh_c == __mh_end ]] || __mh_pc+=("$__mh_c")
+			done
+			PROMPT_COMMAND=(__mh_precmd "${__mh_pc[@]}" __mh_end)
+		fi
+		return 0
+	fi
+	if [[ ${PROMPT_COMMAND-} != $'__mh_precmd\n'*$'\n__mh_end' ]]; then
+		local __mh_pc=${PROMPT_COMMAND-}
+		__mh_pc=${__mh_pc//$'__mh_precmd\n'/}
+		__mh_pc=${__mh_pc//$'\n__mh_end'/}
+		PROMPT_COMMAND=$'__mh_precmd\n'"$__mh_pc"$'\n__mh_end'
+	fi
+}
+
+__mh_arm
+__mh_end
+if [[ -n "${__mh_load-}" ]]; then
+	# Loaded from PROMPT_COMMAND at the first prompt, after the rest of it ran: this
+	# prompt's marks are due now.
+	unset __mh_load
+	__mh_cwd
+	builtin printf '\e]133;A\a'
+fi

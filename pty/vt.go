@@ -1,0 +1,248 @@
+package pty
+
+import (
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/vt"
+)
+
+// emulator is the VT emulator a session's screen is kept in: the few things this package
+// asks of one, so the implementation can be replaced. It is not safe for concurrent use.
+type emulator interface {
+	// Write parses output the program printed.
+	Write(p []byte)
+	// Resize changes the screen size; the content is kept as far as it fits.
+	Resize(cols, rows int)
+	// Size is the screen size.
+	Size() (cols, rows int)
+	// Cursor is the cursor position, 0-based.
+	Cursor() (row, col int)
+	// AltScreen reports whether the alternate screen is shown.
+	AltScreen() bool
+	// Title is the window title last set (OSC 0 or 2).
+	Title() string
+	// Lines appends the screen shown, one string per row with trailing spaces removed.
+	Lines(dst []string) []string
+}
+
+// emulatorParserData bounds the payload of one OSC, DCS or APC sequence the emulator keeps
+// (titles, colours, hyperlinks). vt allocates 4 MiB per emulator for it, which would be
+// most of a session's memory; longer payloads (OSC 52 clipboard copies, images) only
+// matter to a real terminal.
+const emulatorParserData = 16 << 10
+
+// charmVT is the emulator on github.com/charmbracelet/x/vt v0.1.0, with the fixes this
+// package needs laid over it:
+//   - replies to queries: vt writes them into an unbuffered pipe, so a Write that meets a
+//     query blocks until someone reads the pipe (charmbracelet/x#939). The scanner
+//     answers every query itself, in order and without waiting for the emulator, so the
+//     emulator's own replies would be duplicates: the pipe is closed at the start, and
+//     vt's writes to it fail at once instead of blocking (it ignores the error);
+//   - scrollback: vt keeps 10,000 lines behind each of its two screens, copying the line
+//     and shifting the whole history for every line scrolled out once it is full. Only
+//     the visible screen is reported here, so both screens go without;
+//   - ED 3 (CSI 3 J) erases the saved lines only in xterm; vt also blanks the screen;
+//   - titles containing ';' are dropped by vt (it splits the whole payload on ';');
+//   - insert mode (IRM, CSI 4 h) is recorded but ignored by vt: text overwrites instead of
+//     pushing the rest of the line right. While it is on, each printed character is
+//     preceded by an insert of blanks as wide as it (ICH, CSI n @), which is what insert
+//     mode does.
+type charmVT struct {
+	e     *vt.Emulator
+	title string
+	irm   irmFilter
+}
+
+func newEmulator(cols, rows int) emulator {
+	e := vt.NewEmulator(cols, rows)
+	if c, ok := e.InputPipe().(io.Closer); ok {
+		_ = c.Close()
+	}
+	t := &charmVT{e: e}
+	tame(e)
+	e.RegisterCsiHandler('J', func(params ansi.Params) bool {
+		n, _, _ := params.Param(0, 0)
+		return n == 3 // handled: nothing to erase without scrollback; others fall through to vt's
+	})
+	for _, cmd := range []int{0, 2} { // 1 names the icon only
+		e.RegisterOscHandler(cmd, func(data []byte) bool {
+			_, t.title, _ = strings.Cut(string(data), ";")
+			return true
+		})
+	}
+	return t
+}
+
+// tame removes what vt allocates and keeps that this package has no use for (see charmVT)
+// by reaching into its unexported fields: vt offers no way to turn off the alternate
+// screen's scrollback or to size the parser. The field types are checked first, so a vt
+// that changes its layout gets the defaults, not memory corruption (TestEmulatorTamed
+// says so).
+func tame(e *vt.Emulator) bool {
+	v := reflect.ValueOf(e).Elem()
+	scrs := v.FieldByName("scrs")
+	parser := v.FieldByName("parser")
+	if scrs.Kind() != reflect.Array || scrs.Type().Elem() != reflect.TypeFor[vt.Screen]() ||
+		parser.Type() != reflect.TypeFor[*ansi.Parser]() {
+		e.SetScrollbackSize(1)
+		return false
+	}
+	for i := range scrs.Len() {
+		(*vt.Screen)(unsafe.Pointer(scrs.Index(i).UnsafeAddr())).SetScrollback(nil)
+	}
+	(*(**ansi.Parser)(unsafe.Pointer(parser.UnsafeAddr()))).SetDataSize(emulatorParserData)
+	return true
+}
+
+func (t *charmVT) Write(p []byte) { t.irm.write(t.e, p) }
+
+// irmFilter follows the output closely enough to know where insert mode goes on and off
+// and, while it is on, which bytes are printed characters.
+type irmFilter struct {
+	on    bool
+	state uint8 // irmGround and the rest below
+	mode  int   // the CSI parameter being read
+	priv  bool  // the CSI has a private marker or intermediates: not SM/RM of ANSI modes
+	has4  bool  // the CSI lists mode 4
+	rune  []byte
+	out   []byte
+}
+
+const (
+	irmGround uint8 = iota
+	irmEsc
+	irmEscInter
+	irmCSI
+	irmString
+	irmStringEsc
+)
+
+// write parses p into e, rewriting printed characters while insert mode is on.
+func (f *irmFilter) write(e *vt.Emulator, p []byte) {
+	from := 0 // p[from:] is not written yet
+	for i := 0; i < len(p); i++ {
+		b := p[i]
+		switch f.state {
+		case irmGround:
+			if b == 0x1b {
+				f.state = irmEsc
+			} else if f.on && b >= 0x20 && b != 0x7f {
+				if from < i {
+					_, _ = e.Write(p[from:i])
+				}
+				from = i + 1
+				f.printed(e, b)
+			}
+		case irmEsc:
+			switch {
+			case b == '[':
+				f.state, f.mode, f.priv, f.has4 = irmCSI, 0, false, false
+			case b == ']' || b == 'P' || b == 'X' || b == '^' || b == '_':
+				f.state = irmString
+			case b == 0x1b:
+			case b >= 0x20 && b <= 0x2f:
+				f.state = irmEscInter // a charset designation, say: to its final byte
+			default:
+				f.state = irmGround
+			}
+		case irmEscInter:
+			if b < 0x20 || b > 0x2f {
+				f.state = irmGround
+			}
+		case irmCSI:
+			switch {
+			case b >= '0' && b <= '9':
+				f.mode = min(f.mode*10+int(b-'0'), 99999)
+			case b == ';' || b == ':':
+				f.has4 = f.has4 || f.mode == 4
+				f.mode = 0
+			case b >= 0x3c && b <= 0x3f || b >= 0x20 && b <= 0x2f:
+				f.priv = true
+			case b >= 0x40 && b <= 0x7e:
+				f.state = irmGround
+				if !f.priv && (f.has4 || f.mode == 4) && (b == 'h' || b == 'l') {
+					// The emulator must see everything up to here in the old mode.
+					_, _ = e.Write(p[from : i+1])
+					from = i + 1
+					f.on = b == 'h'
+					f.rune = f.rune[:0]
+				}
+			case b == 0x1b:
+				f.state = irmEsc
+			case b == 0x18 || b == 0x1a:
+				f.state = irmGround
+			}
+		case irmString:
+			if b == 0x1b {
+				f.state = irmStringEsc
+			} else if b == 0x07 || b == 0x18 || b == 0x1a {
+				f.state = irmGround
+			}
+		case irmStringEsc:
+			f.state = irmString
+			if b == '\\' {
+				f.state = irmGround
+			}
+		}
+	}
+	if from < len(p) {
+		_, _ = e.Write(p[from:])
+	}
+}
+
+// printed takes one byte of a printed character in insert mode and, once the character
+// is whole, writes the insert and the character.
+func (f *irmFilter) printed(e *vt.Emulator, b byte) {
+	f.rune = append(f.rune, b)
+	if !utf8.FullRune(f.rune) && len(f.rune) < utf8.UTFMax {
+		return
+	}
+	if w := ansi.StringWidth(string(f.rune)); w > 0 {
+		f.out = fmt.Appendf(f.out[:0], "\x1b[%d@", w)
+		_, _ = e.Write(f.out)
+	}
+	_, _ = e.Write(f.rune)
+	f.rune = f.rune[:0]
+}
+
+func (t *charmVT) Resize(cols, rows int) { t.e.Resize(cols, rows) }
+
+func (t *charmVT) Size() (int, int) { return t.e.Width(), t.e.Height() }
+
+func (t *charmVT) Cursor() (int, int) {
+	p := t.e.CursorPosition()
+	return p.Y, p.X
+}
+
+func (t *charmVT) AltScreen() bool { return t.e.IsAltScreen() }
+
+func (t *charmVT) Title() string { return t.title }
+
+func (t *charmVT) Lines(dst []string) []string {
+	cols, rows := t.Size()
+	var b strings.Builder
+	for y := range rows {
+		b.Reset()
+		for x := range cols {
+			c := t.e.CellAt(x, y)
+			switch {
+			case c == nil:
+				b.WriteByte(' ')
+			case c.IsZero():
+				// the right half of a wide character, already written with its left half
+			case c.Content == "":
+				b.WriteByte(' ')
+			default:
+				b.WriteString(c.Content)
+			}
+		}
+		dst = append(dst, strings.TrimRight(b.String(), " "))
+	}
+	return dst
+}

@@ -1,0 +1,140 @@
+package pty
+
+import (
+	"reflect"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/charmbracelet/x/vt"
+	"github.com/google/go-cmp/cmp"
+)
+
+func screenOf(e emulator) []string { return e.Lines(nil) }
+
+func TestEmulator_insertMode(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     string
+	}{
+		{"IRM pushes the line right", "abc\r\x1b[4hX\x1b[4l", "Xabc"},
+		{"IRM with a wide character", "abc\r\x1b[4h日\x1b[4l", "日abc"},
+		{"IRM off again overwrites", "abc\r\x1b[4hX\x1b[4lY", "XYbc"},
+		{"IRM set among other modes", "abc\r\x1b[20;4hX\x1b[4;20l", "Xabc"},
+		{"IRM in pieces across writes", "abc\r\x1b[4|h\xe6\x97|\xa5\x1b[4l", "日abc"},
+		{"DEC private mode 4 is not IRM", "abc\r\x1b[?4hX", "Xbc"},
+		{"a charset designation is not text", "abc\r\x1b[4h\x1b(BX\x1b[4l", "Xabc"},
+		{"an OSC is not text", "abc\r\x1b[4h\x1b]2;t\x07X\x1b[4l", "Xabc"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEmulator(10, 2)
+			for _, part := range splitBar(tc.in) {
+				e.Write([]byte(part))
+			}
+			if got := screenOf(e)[0]; got != tc.want {
+				t.Errorf("row 0 after %q = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func splitBar(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '|' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+// TestEmulator_queriesDoNotBlock feeds the emulator every query it would answer into its
+// pipe: with nobody reading that pipe, vt blocks (charmbracelet/x#939) unless it is
+// closed.
+func TestEmulator_queriesDoNotBlock(t *testing.T) {
+	e := newEmulator(20, 5)
+	e.Write([]byte("\x1b[c\x1b[>c\x1b[5n\x1b[6n\x1b[?6n\x1b[?2004$p\x1b[4$p\x1b]10;?\x07\x1b]11;?\x1b\\\x1b[?2048hok"))
+	if got := screenOf(e)[0]; got != "ok" {
+		t.Errorf("row 0 = %q, want ok", got)
+	}
+}
+
+func TestEmulator_fixes(t *testing.T) {
+	e := newEmulator(20, 3)
+	e.Write([]byte("\x1b]0;a;b;c\x07keep\x1b[3J"))
+	if got := screenOf(e)[0]; got != "keep" {
+		t.Errorf("after ED 3: row 0 = %q, want keep (ED 3 erases saved lines only)", got)
+	}
+	if got := e.Title(); got != "a;b;c" {
+		t.Errorf("title = %q, want a;b;c", got)
+	}
+	e.Write([]byte("\x1b]1;icon\x07"))
+	if got := e.Title(); got != "a;b;c" {
+		t.Errorf("title after OSC 1 = %q, want it unchanged", got)
+	}
+}
+
+// TestEmulatorTamed checks that tame reached into vt: without it every emulator keeps
+// two 10,000-line scrollbacks and a 4 MiB parser buffer. A vt whose fields changed makes
+// this fail rather than waste memory unnoticed.
+func TestEmulatorTamed(t *testing.T) {
+	e := vt.NewEmulator(80, 24)
+	if !tame(e) {
+		t.Fatal("tame: vt's layout changed; see charmVT")
+	}
+	scrs := reflect.ValueOf(e).Elem().FieldByName("scrs")
+	for i := range scrs.Len() {
+		scr := (*vt.Screen)(unsafe.Pointer(scrs.Index(i).UnsafeAddr()))
+		if scr.Scrollback() != nil {
+			t.Errorf("screen %d still has a scrollback", i)
+		}
+	}
+	// Scrolling on both screens keeps nothing.
+	var ee emulator = &charmVT{e: e}
+	for i := 0; i < 200; i++ {
+		ee.Write([]byte("line\r\n"))
+	}
+	ee.Write([]byte("\x1b[?1049h"))
+	for i := 0; i < 200; i++ {
+		ee.Write([]byte("line\r\n"))
+	}
+	if n := e.ScrollbackLen(); n != 0 {
+		t.Errorf("scrollback holds %d lines, want 0", n)
+	}
+}
+
+// TestTerm_memory bounds what a session's terminal side costs at the default size; the
+// figure is in BENCHMARKS.md (BenchmarkTermMemory).
+func TestTerm_memory(t *testing.T) {
+	const n = 8
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	terms := make([]*term, n)
+	for i := range terms {
+		terms[i] = newTerm(&session{}, DefaultCols, DefaultRows)
+		terms[i].emu.Write([]byte("\x1b[?1049hx\x1b[?1049l"))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(terms)
+	per := (after.HeapAlloc - before.HeapAlloc) / n
+	t.Logf("terminal side at %dx%d: %d bytes per session", DefaultCols, DefaultRows, per)
+	if per > 2<<20 {
+		t.Errorf("terminal side at %dx%d: %d bytes per session, want under 2 MiB", DefaultCols, DefaultRows, per)
+	}
+}
+
+func TestEmulator_lines(t *testing.T) {
+	e := newEmulator(8, 3)
+	e.Write([]byte("a\x1b[41m   \x1b[m\r\n日本語ab"))
+	want := []string{"a", "日本語ab", ""}
+	if diff := cmp.Diff(want, screenOf(e)); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	if row, col := e.Cursor(); row != 1 || col != 7 {
+		t.Errorf("cursor %d,%d, want 1,7 (pending wrap at the last column)", row, col)
+	}
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package store
+
+// pin checks the path once more and has the child change into it by path: macOS and the
+// BSDs have no /proc/self/fd whose entries a chdir follows to the open directory, and
+// os/exec offers no fchdir, so a swap in the instant between this check and the child's
+// chdir is not caught (README, Platforms).
+func (ws *Workspace) pin(d *Dir, dir string) error { return ws.pinByPath(d, dir) }
