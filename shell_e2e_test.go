@@ -103,8 +103,10 @@ func TestE2E_ShellSession(t *testing.T) {
 		t.Errorf("echo round trip = %v", r)
 	}
 
-	// Ctrl-C ends a running command and the prompt comes back.
-	call("shell_io", map[string]any{"sessionId": id, "input": "sleep 100\n", "timeoutMs": 500})
+	// Ctrl-C ends a running command and the prompt comes back. It is sent once sleep holds
+	// the terminal's foreground: a C-c that reaches bash first is lost, and sleep runs on.
+	call("shell_io", map[string]any{"sessionId": id, "input": "sleep 99.25\n", "timeoutMs": 500})
+	waitFor(t, "sleep to hold the terminal's foreground", func() bool { return foregroundCommand("sleep\x0099.25\x00") })
 	r = call("shell_io", map[string]any{"sessionId": id, "keys": []string{"C-c"}, "waitFor": "PROMPT> $", "timeoutMs": 20000})
 	if r["reason"] != "matched" {
 		t.Errorf("C-c did not bring the prompt back: %v", r)
@@ -288,4 +290,33 @@ func TestE2E_ProgressWhileWaiting(t *testing.T) {
 			last = v
 		}
 	}
+}
+
+// foregroundCommand reports whether a process whose command line is cmdline (NUL
+// separated, as /proc has it) leads its terminal's foreground process group.
+func foregroundCommand(cmdline string) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, ent := range entries {
+		if _, err := strconv.Atoi(ent.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
+		if err != nil || string(b) != cmdline {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + ent.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command name: state, ppid, pgrp, session, tty_nr, tpgid.
+		i := strings.LastIndexByte(string(stat), ')')
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) > 5 && f[2] == f[5] {
+			return true
+		}
+	}
+	return false
 }

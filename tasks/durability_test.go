@@ -369,13 +369,16 @@ func TestEngine_AdoptedGraphIsNotStartedTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(gate, nil, 0o600) // first ends; the slot frees; second must not start here
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
+	deadline := time.Now().Add(testWait)
+	for {
 		te.e.mu.Lock()
 		_, still := te.e.graphs[sub.Graph.ID]
 		te.e.mu.Unlock()
 		if !still {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the runner still schedules graph %s, adopted by another, after %v", sub.Graph.ID, testWait)
 		}
 		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
 	}

@@ -13,8 +13,18 @@ func expirableGraph(t *testing.T, te *testEnv) string {
 	t.Helper()
 	sub := te.submit(t, Spec{Tasks: []TaskSpec{tsk("a", "echo kept")}})
 	te.waitDone(t, sub.Graph.ID)
-	if _, err := te.e.spool(t.Context(), sub.Graph.ID); err != nil {
-		t.Fatal(err)
+	// The engine archives a graph on its own once it finishes. Wait for that rather than
+	// spool here: a background spool that came after this function returned would write
+	// the archive again, under a test that has just spoilt or removed it.
+	deadline := time.Now().Add(testWait)
+	for {
+		if _, err := te.db.GetArtifact(t.Context(), sub.Graph.ID); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("graph %s not archived within %v", sub.Graph.ID, testWait)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
 	}
 	if _, err := rawExec(t, te.db.Path(), `UPDATE graphs SET finished_at = finished_at - 7200000 WHERE id = ?`, sub.Graph.ID); err != nil {
 		t.Fatal(err)

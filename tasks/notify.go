@@ -4,37 +4,52 @@ import "sync"
 
 // notifier wakes waiters on a graph when its state changes. A waiter takes the graph's
 // channel before it reads the state, then waits for the channel to close: a change
-// committed after the read closes it, so no change is missed.
+// committed after the read closes it, so no change is missed. Entries are counted and
+// dropped when their last waiter lets go, so waits on ids that never change (an unknown
+// graph, another runner's graph) leave nothing behind.
 type notifier struct {
 	mu     sync.Mutex
-	chans  map[string]chan struct{}
+	chans  map[string]*watchers
 	closed bool
 }
 
-func newNotifier() *notifier { return &notifier{chans: map[string]chan struct{}{}} }
+type watchers struct {
+	ch chan struct{}
+	n  int // waiters holding ch
+}
 
-// watch returns a channel that is closed at the graph's next change (or at shutdown).
-func (n *notifier) watch(graphID string) <-chan struct{} {
+func newNotifier() *notifier { return &notifier{chans: map[string]*watchers{}} }
+
+// watch returns a channel that is closed at the graph's next change (or at shutdown), and
+// a release the waiter calls once it no longer waits on it.
+func (n *notifier) watch(graphID string) (<-chan struct{}, func()) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
 		ch := make(chan struct{})
 		close(ch)
-		return ch
+		return ch, func() {}
 	}
-	ch, ok := n.chans[graphID]
+	w, ok := n.chans[graphID]
 	if !ok {
-		ch = make(chan struct{})
-		n.chans[graphID] = ch
+		w = &watchers{ch: make(chan struct{})}
+		n.chans[graphID] = w
 	}
-	return ch
+	w.n++
+	return w.ch, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if w.n--; w.n == 0 && n.chans[graphID] == w {
+			delete(n.chans, graphID)
+		}
+	}
 }
 
 func (n *notifier) fire(graphID string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if ch, ok := n.chans[graphID]; ok {
-		close(ch)
+	if w, ok := n.chans[graphID]; ok {
+		close(w.ch)
 		delete(n.chans, graphID)
 	}
 }
@@ -42,8 +57,8 @@ func (n *notifier) fire(graphID string) {
 func (n *notifier) closeAll() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for id, ch := range n.chans {
-		close(ch)
+	for id, w := range n.chans {
+		close(w.ch)
 		delete(n.chans, id)
 	}
 	n.closed = true

@@ -93,41 +93,54 @@ func (e *Engine) WaitFor(ctx context.Context, graphID string, cond func(Snapshot
 // it at once; a graph that another runner runs is re-read every foreignPoll, since that
 // runner's changes reach this process only through the store.
 func (e *Engine) waitProbe(ctx context.Context, graphID string, probe func(store.GraphHead) (bool, error)) (bool, error) {
+	var ticker *time.Ticker // re-reads a graph another runner runs
 	var poll <-chan time.Time
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
 	version := int64(-1)
-	for {
-		changed := e.changes.watch(graphID)
+	// step checks once and waits for the next change; done ends the wait with ok, err.
+	step := func() (done, ok bool, err error) {
+		changed, release := e.changes.watch(graphID)
+		defer release()
 		// Read after taking the channel: a change committed from here on closes it.
 		h, err := e.cfg.DB.GetGraphHead(ctx, graphID)
 		if err != nil {
 			if ctx.Err() != nil {
-				return false, nil
+				return true, false, nil
 			}
 			if errors.Is(err, store.ErrNotFound) {
-				return false, notFound("no graph %s in this workspace", quote.Short(graphID))
+				return true, false, notFound("no graph %s in this workspace", quote.Short(graphID))
 			}
-			return false, err
+			return true, false, err
 		}
 		if h.Version != version {
 			version = h.Version
 			ok, err := probe(h)
 			if ctx.Err() != nil {
-				return false, nil
+				return true, false, nil
 			}
 			if err != nil || ok {
-				return ok, err
+				return true, ok, err
 			}
 		}
-		if poll == nil && h.RunnerID != e.RunnerID() {
-			t := time.NewTicker(foreignPoll)
-			defer t.Stop()
-			poll = t.C
+		if ticker == nil && h.RunnerID != e.RunnerID() {
+			ticker = time.NewTicker(foreignPoll)
+			poll = ticker.C
 		}
 		select {
 		case <-changed:
 		case <-poll:
 		case <-ctx.Done():
-			return false, nil
+			return true, false, nil
+		}
+		return false, false, nil
+	}
+	for {
+		if done, ok, err := step(); done {
+			return ok, err
 		}
 	}
 }
