@@ -32,6 +32,7 @@ type runArgs struct {
 	MaxParallel    int       `json:"maxParallel,omitempty"`
 	FailFast       bool      `json:"failFast,omitempty"`
 	IdempotencyKey string    `json:"idempotencyKey,omitempty"`
+	Detach         *bool     `json:"detach,omitempty"`
 }
 
 type statusArgs struct {
@@ -64,7 +65,7 @@ type graphArgs struct {
 }
 
 // runResult is the tasks_run result: the graph, not an echo of it (a 10,000-task echo is
-// a third of a megabyte). Detached is false until graphs can run detached.
+// a third of a megabyte). Detached: a detached runner of its own claimed the graph.
 type runResult struct {
 	GraphID   string           `json:"graphId"`
 	Name      string           `json:"name"`
@@ -115,6 +116,7 @@ func (s *Server) tasksRunTool() server.ServerTool {
 			"maxParallel":    integer("Default: CPU count.", 1),
 			"failFast":       boolean("Cancel the rest at the first failure."),
 			"idempotencyKey": str("Resending this key returns the first graph."),
+			"detach":         boolean("Run in a process of its own that outlives this server."),
 		}, "tasks")),
 		outputSchema(props(schema{"graphId": tString, "name": tString, "status": tGraphState, "created": tBool,
 			"taskCount": tInt, "detached": tBool})),
@@ -127,11 +129,22 @@ func (s *Server) tasksRunTool() server.ServerTool {
 				spec.Tasks = append(spec.Tasks, tasks.TaskSpec{ID: t.ID, Command: t.Command, DependsOn: t.DependsOn, Cwd: t.Cwd,
 					Env: t.Env, TimeoutSec: t.TimeoutSec, Retries: t.Retries})
 			}
-			sub, err := s.tasks.Submit(ctx, spec)
+			detach := s.cfg.Detach
+			if a.Detach != nil {
+				detach = *a.Detach
+			}
+			var sub tasks.Submitted
+			var err error
+			if detach {
+				sub, err = s.tasks.SubmitDetached(ctx, spec)
+			} else {
+				sub, err = s.tasks.Submit(ctx, spec)
+			}
 			if err != nil {
 				return nil, err
 			}
-			out := runResult{GraphID: sub.Graph.ID, Name: sub.Graph.Name, Status: sub.Progress().State(), Created: sub.Created, TaskCount: len(sub.Tasks)}
+			out := runResult{GraphID: sub.Graph.ID, Name: sub.Graph.Name, Status: sub.Progress().State(), Created: sub.Created,
+				TaskCount: len(sub.Tasks), Detached: sub.Detached}
 			verb := "submitted"
 			if !sub.Created {
 				verb = "already submitted with this idempotencyKey; nothing new was started"

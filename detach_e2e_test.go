@@ -1,0 +1,172 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// graphRunner reads the pid of a graph's runner from tasks_status.
+func graphRunner(t *testing.T, s *server, graphID string) (pid int, live bool) {
+	t.Helper()
+	st := structuredOf(t, s.toolCall("tasks_status", map[string]any{"graphId": graphID, "logTail": 0}))
+	r, _ := st["runner"].(map[string]any)
+	if r == nil {
+		t.Fatalf("tasks_status has no runner: %v", st)
+	}
+	return int(r["pid"].(float64)), r["live"] == true
+}
+
+// runnerOf is graphRunner for a detached runner: the process must be gone when the test
+// ends.
+func runnerOf(t *testing.T, s *server, graphID string) (pid int, live bool) {
+	t.Helper()
+	pid, live = graphRunner(t, s, graphID)
+	t.Cleanup(func() {
+		if !processGone(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("detached runner %d still runs at the end of the test", pid)
+		}
+	})
+	return pid, live
+}
+
+// runsOf reads the side-effect file the tasks append one line to per run.
+func runsOf(t *testing.T, ws string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(ws, "runs.txt"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b))
+}
+
+// A detached graph outlives its client: the client closes the server at once, the work
+// completes, and a new server reads the result; a graph of the same server that is not
+// detached still ends RUNNER_SHUTDOWN.
+func TestE2E_DetachedOutlivesClient(t *testing.T) {
+	ws := t.TempDir()
+	s := startServer(t, ws)
+	s.initialize()
+	run := structuredOf(t, s.toolCall("tasks_run", map[string]any{"detach": true, "tasks": []any{
+		// The first task waits for the server to be gone: the graph can only finish in
+		// its own runner.
+		map[string]any{"id": "a", "command": "while [ ! -e server.gone ]; do sleep 0.02; done; echo a >> runs.txt"},
+		map[string]any{"id": "b", "command": "echo b >> runs.txt", "dependsOn": []string{"a"}},
+	}}))
+	if run["detached"] != true {
+		t.Fatalf("tasks_run detached = %v, want true", run["detached"])
+	}
+	graphID := run["graphId"].(string)
+	attached := structuredOf(t, s.toolCall("tasks_run", map[string]any{"tasks": []any{
+		map[string]any{"id": "long", "command": "exec sleep 1000"},
+	}}))["graphId"].(string)
+	runner, live := runnerOf(t, s, graphID)
+	if runner == s.cmd.Process.Pid || !live {
+		t.Fatalf("runner pid %d (live %v), server pid %d: want a live runner of its own", runner, live, s.cmd.Process.Pid)
+	}
+	s.stdin.Close()
+	if code := s.waitExit(); code != 0 {
+		t.Fatalf("server exit = %d", code)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "server.gone"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	s2 := startServer(t, ws)
+	s2.initialize()
+	st := s2.waitGraph(graphID)
+	if st["status"] != "succeeded" {
+		t.Errorf("detached graph = %v, want succeeded: %v", st["status"], st)
+	}
+	if got := runsOf(t, ws); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("runs = %v, want [a b]", got)
+	}
+	ts := tasksOf(s2.waitGraph(attached))
+	if ts["long"]["status"] != "failed" || ts["long"]["errorCode"] != "RUNNER_SHUTDOWN" {
+		t.Errorf("attached task = %v/%v, want failed/RUNNER_SHUTDOWN", ts["long"]["status"], ts["long"]["errorCode"])
+	}
+	waitGone(t, runner) // it exits once its graph is finished
+	waitNoMarkedProcess(t, graphID)
+}
+
+// kill -9 of a detached runner mid-graph: its running task ends RUNNER_RESTARTED, its
+// dependent is skipped, its pending task is adopted by the live server and runs once,
+// and nothing is left running.
+func TestE2E_DetachedRunnerKilled(t *testing.T) {
+	ws := t.TempDir()
+	s := startServer(t, ws, "--lease", "1s", "--stale-after", "1s")
+	s.initialize()
+	run := structuredOf(t, s.toolCall("tasks_run", map[string]any{"detach": true, "maxParallel": 1, "tasks": []any{
+		map[string]any{"id": "long", "command": "echo long >> runs.txt; echo $$ > long.pid; exec sleep 1000"},
+		map[string]any{"id": "dep", "command": "echo dep >> runs.txt", "dependsOn": []string{"long"}},
+		map[string]any{"id": "later", "command": "echo later >> runs.txt"},
+	}}))
+	graphID := run["graphId"].(string)
+	if run["detached"] != true {
+		t.Fatalf("tasks_run detached = %v, want true", run["detached"])
+	}
+	long := readPid(t, filepath.Join(ws, "long.pid"))
+	runner, _ := runnerOf(t, s, graphID)
+	syscall.Kill(runner, syscall.SIGKILL)
+	waitGone(t, runner)
+	waitGone(t, long) // the parent-death signal points at the runner
+
+	ts := tasksOf(s.waitGraph(graphID))
+	if ts["long"]["status"] != "failed" || ts["long"]["errorCode"] != "RUNNER_RESTARTED" {
+		t.Errorf("long = %v/%v, want failed/RUNNER_RESTARTED", ts["long"]["status"], ts["long"]["errorCode"])
+	}
+	if ts["dep"]["status"] != "skipped" {
+		t.Errorf("dep = %v, want skipped", ts["dep"]["status"])
+	}
+	if ts["later"]["status"] != "succeeded" {
+		t.Errorf("later = %v, want succeeded (adopted by the server)", ts["later"]["status"])
+	}
+	got := runsOf(t, ws)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"later", "long"}) {
+		t.Errorf("runs = %v, want each of long and later once", got)
+	}
+	if pid, _ := graphRunner(t, s, graphID); pid != s.cmd.Process.Pid {
+		t.Errorf("graph's runner pid = %d, want the server's %d (it adopted the graph)", pid, s.cmd.Process.Pid)
+	}
+	waitNoMarkedProcess(t, graphID)
+}
+
+// A detached graph is cancelled from a second server, after the first one is gone; its
+// runner then exits and nothing of it is left running.
+func TestE2E_DetachedCancelFromAnotherServer(t *testing.T) {
+	ws := t.TempDir()
+	a := startServer(t, ws, "--detach")
+	a.initialize()
+	run := structuredOf(t, a.toolCall("tasks_run", map[string]any{"tasks": []any{
+		map[string]any{"id": "serve", "command": "echo $$ > serve.pid; exec sleep 1000"},
+		map[string]any{"id": "after", "command": "true", "dependsOn": []string{"serve"}},
+	}}))
+	graphID := run["graphId"].(string)
+	if run["detached"] != true {
+		t.Fatalf("tasks_run with --detach: detached = %v, want true", run["detached"])
+	}
+	serve := readPid(t, filepath.Join(ws, "serve.pid"))
+	runner, _ := runnerOf(t, a, graphID)
+	a.stdin.Close()
+	a.waitExit()
+	if processGone(serve) {
+		t.Fatalf("the server's shutdown stopped a detached task")
+	}
+
+	b := startServer(t, ws)
+	b.initialize()
+	structuredOf(t, b.toolCall("tasks_cancel", map[string]any{"graphId": graphID, "graceMs": 500}))
+	st := b.waitGraph(graphID)
+	ts := tasksOf(st)
+	if st["status"] != "cancelled" || ts["serve"]["status"] != "cancelled" {
+		t.Errorf("after cancel: graph %v, serve %v/%v", st["status"], ts["serve"]["status"], ts["serve"]["errorCode"])
+	}
+	waitGone(t, serve)
+	waitGone(t, runner)
+	waitNoMarkedProcess(t, graphID)
+}

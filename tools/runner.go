@@ -1,0 +1,88 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/tasks"
+)
+
+// RunDetached is a detached runner (see tasks/detach.go): it registers the calling process
+// as a runner on cfg's workspace, claims graphID from runner from, tells claimed so
+// (tasks.ClaimedMessage) and runs the graph until it is finished, its lease is lost, the
+// workspace's state directory is removed or ctx ends (a signal: its tasks then end
+// RUNNER_SHUTDOWN). It then archives the graph, marks the runner stopped and returns.
+func RunDetached(ctx context.Context, cfg Config, graphID, from string, claimed io.Writer) error {
+	if cfg.Lease <= 0 {
+		cfg.Lease = tasks.DefaultLease
+	}
+	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir})
+	if err != nil {
+		return err
+	}
+	db, err := store.OpenWith(ctx, ws.DBPath(), store.Options{BusyTimeout: cfg.BusyTimeout})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	runner, err := db.RegisterRunner(ctx, cfg.Version, cfg.Lease)
+	if err != nil {
+		return err
+	}
+	log := cfg.Logger.With("runner", runner.ID, "detached", graphID)
+	eng := tasks.NewEngine(tasks.Config{
+		DB: db, Workspace: ws, RunnerID: runner.ID, MaxParallel: cfg.MaxParallel,
+		Limits: tasks.Limits{MaxTasks: cfg.MaxTasks}, Logger: log,
+		ArtifactsDir: ws.ArtifactsDir, Retention: cfg.Retention,
+		Lease: cfg.Lease, StaleAfter: cfg.StaleAfter, Version: cfg.Version, Only: graphID,
+	})
+	stop := func() {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		eng.Close(closeCtx)
+		if err := db.StopRunner(closeCtx, eng.RunnerID()); err != nil {
+			log.Warn("could not mark the detached runner stopped", "err", err)
+		}
+	}
+	if err := eng.Claim(ctx, graphID, from); err != nil {
+		stop()
+		return fmt.Errorf("detached runner: %w", err)
+	}
+	log.Info("detached runner claimed its graph", "pid", os.Getpid(), "from", from)
+	if _, err := io.WriteString(claimed, tasks.ClaimedMessage); err != nil {
+		log.Warn("could not tell the server the graph is claimed", "err", err)
+	}
+	if c, ok := claimed.(io.Closer); ok {
+		c.Close()
+	}
+	tick := time.NewTicker(cfg.Lease / 3)
+	defer tick.Stop()
+	var reason string
+wait:
+	for {
+		select {
+		case <-eng.Idle():
+			reason = "its graph is finished"
+			break wait
+		case <-eng.Lost():
+			reason = "its lease is lost: a server adopted its graph"
+			break wait
+		case <-ctx.Done():
+			reason = "told to stop"
+			break wait
+		case <-tick.C:
+			if _, err := os.Stat(ws.StateDir); errors.Is(err, os.ErrNotExist) {
+				reason = "the workspace's state directory is gone"
+				break wait
+			}
+		}
+	}
+	log.Info("detached runner exits", "why", reason)
+	stop()
+	return nil
+}
