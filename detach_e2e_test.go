@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -169,4 +170,58 @@ func TestE2E_DetachedCancelFromAnotherServer(t *testing.T) {
 	waitGone(t, serve)
 	waitGone(t, runner)
 	waitNoMarkedProcess(t, graphID)
+}
+
+// `tasks run -f` submits a graph from a terminal, detached: it prints the id (--json: the
+// tasks_run result), and with --wait exits with the graph's outcome.
+func TestOperator_RunDetached(t *testing.T) {
+	ws := t.TempDir()
+	write := func(name string, graph map[string]any) string {
+		b, err := json.Marshal(graph)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(ws, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ok := write("ok.json", map[string]any{"name": "ok", "tasks": []any{
+		map[string]any{"id": "a", "command": "echo a >> runs.txt"},
+		map[string]any{"id": "b", "command": "echo b >> runs.txt", "dependsOn": []string{"a"}},
+	}})
+	bad := write("bad.json", map[string]any{"tasks": []any{map[string]any{"id": "x", "command": "exit 3"}}})
+	cycle := write("cycle.json", map[string]any{"tasks": []any{
+		map[string]any{"id": "p", "command": "true", "dependsOn": []string{"q"}},
+		map[string]any{"id": "q", "command": "true", "dependsOn": []string{"p"}},
+	}})
+
+	out := runBinary(t, nil, "tasks", "run", "-f", ok, "--wait", "--workspace", ws)
+	id := strings.TrimSpace(out.stdout)
+	if out.code != 0 || !strings.HasPrefix(id, "g-") {
+		t.Fatalf("run --wait of a graph that succeeds = %+v, want exit 0 and its id", out)
+	}
+	if got := runsOf(t, ws); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("runs = %v, want [a b]", got)
+	}
+	if out := runBinary(t, nil, "tasks", "run", "-f", bad, "--wait", "--workspace", ws); out.code != 1 {
+		t.Errorf("run --wait of a graph that fails = %+v, want exit 1", out)
+	}
+	if out := runBinary(t, nil, "tasks", "run", "-f", cycle, "--workspace", ws); out.code != 1 || !strings.Contains(out.stderr, "cycle") {
+		t.Errorf("run of a cyclic graph = %+v, want exit 1 naming the cycle", out)
+	}
+	out = runBinary(t, nil, "tasks", "run", "-f", ok, "--json", "--workspace", ws)
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out.stdout), &res); err != nil || out.code != 0 {
+		t.Fatalf("run --json = %+v (%v)", out, err)
+	}
+	if res["detached"] != true || res["created"] != true || res["taskCount"] != float64(2) {
+		t.Errorf("run --json = %v, want a created, detached graph of 2 tasks", res)
+	}
+	g := res["graphId"].(string)
+	if out := runBinary(t, nil, "tasks", "logs", "-f", "--exit-status", g, "--workspace", ws); out.code != 0 {
+		t.Errorf("the graph submitted with --json = %+v, want it to succeed", out)
+	}
+	waitNoMarkedProcess(t, g)
 }

@@ -1,7 +1,9 @@
 package tools
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -85,4 +87,59 @@ wait:
 	log.Info("detached runner exits", "why", reason)
 	stop()
 	return nil
+}
+
+// ErrNotDetached reports a graph submitted from outside a server (SubmitDetached) that no
+// detached runner claimed: it was stored, and recorded cancelled (RUNNER_SHUTDOWN).
+var ErrNotDetached = errors.New("no detached runner claimed the graph (see the state dir's server.log)")
+
+// SubmitDetached submits a graph from outside a server (the operator CLI's `tasks run`):
+// args holds tasks_run's arguments as JSON (detach is implied). The calling process is a
+// runner only for the hand-over: it stores the graph, starts a detached runner with
+// runnerCommand (see tasks/detach.go), waits for its claim, and stops. The result is
+// tasks_run's.
+func SubmitDetached(ctx context.Context, cfg Config, args []byte) (RunResult, error) {
+	var a runArgs
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return RunResult{}, fmt.Errorf("%w: the graph file: %v", tasks.ErrInvalid, err)
+	}
+	if a.Detach != nil && !*a.Detach {
+		return RunResult{}, fmt.Errorf("%w: the graph file says detach: false; from a terminal a graph always runs detached", tasks.ErrInvalid)
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = tasks.DefaultLease
+	}
+	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir})
+	if err != nil {
+		return RunResult{}, err
+	}
+	db, err := store.OpenWith(ctx, ws.DBPath(), store.Options{BusyTimeout: cfg.BusyTimeout})
+	if err != nil {
+		return RunResult{}, err
+	}
+	defer db.Close()
+	runner, err := db.RegisterRunner(ctx, cfg.Version, cfg.Lease)
+	if err != nil {
+		return RunResult{}, err
+	}
+	// Only: this engine reconciles nobody and adopts nothing; it only hands the graph over.
+	eng := tasks.NewEngine(tasks.Config{
+		DB: db, Workspace: ws, RunnerID: runner.ID, Limits: tasks.Limits{MaxTasks: cfg.MaxTasks},
+		Logger: cfg.Logger.With("runner", runner.ID), Lease: cfg.Lease, Version: cfg.Version,
+		RunnerCommand: cfg.RunnerCommand, Only: "-",
+	})
+	sub, err := eng.SubmitDetached(ctx, a.spec())
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	eng.Close(closeCtx) // a graph no runner claimed is recorded cancelled, RUNNER_SHUTDOWN
+	db.StopRunner(closeCtx, eng.RunnerID())
+	if err != nil {
+		return RunResult{}, err
+	}
+	if sub.Created && !sub.Detached {
+		return RunResult{}, fmt.Errorf("graph %s: %w", sub.Graph.ID, ErrNotDetached)
+	}
+	return resultOf(sub), nil
 }
