@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // graphRunner reads the pid of a graph's runner from tasks_status.
@@ -224,4 +226,101 @@ func TestOperator_RunDetached(t *testing.T) {
 		t.Errorf("the graph submitted with --json = %+v, want it to succeed", out)
 	}
 	waitNoMarkedProcess(t, g)
+}
+
+// A detached runner does not linger: it exits when the workspace's state directory is
+// removed (stopping its tasks), and when it lost its lease to a server that adopted its
+// graph (it stalled).
+func TestE2E_DetachedRunnerDoesNotLinger(t *testing.T) {
+	t.Run("StateDirRemoved", func(t *testing.T) {
+		ws := t.TempDir()
+		s := startServer(t, ws, "--lease", "1s")
+		s.initialize()
+		run := structuredOf(t, s.toolCall("tasks_run", map[string]any{"detach": true, "tasks": []any{
+			map[string]any{"id": "long", "command": "echo $$ > long.pid; exec sleep 1000"},
+		}}))
+		long := readPid(t, filepath.Join(ws, "long.pid"))
+		runner, _ := runnerOf(t, s, run["graphId"].(string))
+		s.stdin.Close()
+		s.waitExit()
+		if err := os.RemoveAll(filepath.Join(ws, ".mcp-harness")); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, runner)
+		waitGone(t, long)
+	})
+	t.Run("LeaseLost", func(t *testing.T) {
+		ws := t.TempDir()
+		s := startServer(t, ws, "--lease", "1s", "--stale-after", "1s")
+		s.initialize()
+		run := structuredOf(t, s.toolCall("tasks_run", map[string]any{"detach": true, "tasks": []any{
+			map[string]any{"id": "long", "command": "echo $$ > long.pid; exec sleep 1000"},
+		}}))
+		graphID := run["graphId"].(string)
+		long := readPid(t, filepath.Join(ws, "long.pid"))
+		runner, _ := runnerOf(t, s, graphID)
+		syscall.Kill(runner, syscall.SIGSTOP)
+		t.Cleanup(func() { syscall.Kill(runner, syscall.SIGCONT) })
+		// The server judges the stalled runner gone, adopts the graph and kills its task.
+		ts := tasksOf(s.waitGraph(graphID))
+		if ts["long"]["status"] != "failed" || ts["long"]["errorCode"] != "RUNNER_RESTARTED" {
+			t.Errorf("long = %v/%v, want failed/RUNNER_RESTARTED", ts["long"]["status"], ts["long"]["errorCode"])
+		}
+		waitGone(t, long)
+		syscall.Kill(runner, syscall.SIGCONT)
+		waitGone(t, runner) // it finds its lease lost, and exits
+		if ts := tasksOf(s.waitGraph(graphID)); ts["long"]["errorCode"] != "RUNNER_RESTARTED" {
+			t.Errorf("after the runner woke: long = %v/%v", ts["long"]["status"], ts["long"]["errorCode"])
+		}
+	})
+}
+
+// 20 detached graphs at once, each with its own runner; the time from tasks_run to its
+// answer (detached: true) is logged (median and slowest).
+func TestE2E_DetachedMany(t *testing.T) {
+	ws := t.TempDir()
+	s := startServer(t, ws)
+	s.initialize()
+	const n = 20
+	var ids []string
+	var took []time.Duration
+	for i := range n {
+		start := time.Now()
+		run := structuredOf(t, s.toolCall("tasks_run", map[string]any{"detach": true, "tasks": []any{
+			map[string]any{"id": "wait", "command": "while [ ! -e gate ]; do sleep 0.02; done"},
+			map[string]any{"id": "log", "command": fmt.Sprintf("echo g%d >> runs.txt", i), "dependsOn": []string{"wait"}},
+		}}))
+		took = append(took, time.Since(start))
+		if run["detached"] != true {
+			t.Fatalf("graph %d: detached = %v", i, run["detached"])
+		}
+		ids = append(ids, run["graphId"].(string))
+	}
+	runners := map[int]bool{}
+	for _, id := range ids {
+		pid, live := runnerOf(t, s, id)
+		if !live || pid == s.cmd.Process.Pid {
+			t.Errorf("graph %s: runner pid %d live %v", id, pid, live)
+		}
+		runners[pid] = true
+	}
+	if len(runners) != n {
+		t.Errorf("%d runners for %d detached graphs, want one each", len(runners), n)
+	}
+	slices.Sort(took)
+	t.Logf("tasks_run detach:true answered in median %v, slowest %v (%d graphs)", took[n/2], took[n-1], n)
+	if err := os.WriteFile(filepath.Join(ws, "gate"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if st := s.waitGraph(id); st["status"] != "succeeded" {
+			t.Errorf("graph %s = %v", id, st["status"])
+		}
+	}
+	if got := runsOf(t, ws); len(got) != n {
+		t.Errorf("%d runs, want %d", len(got), n)
+	}
+	for pid := range runners {
+		waitGone(t, pid)
+	}
 }

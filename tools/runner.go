@@ -14,6 +14,9 @@ import (
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
+// detachedStop bounds a detached runner's shutdown, as a client bounds a server's.
+const detachedStop = 5 * time.Second
+
 // RunDetached is a detached runner (see tasks/detach.go): it registers the calling process
 // as a runner on cfg's workspace, claims graphID from runner from, tells claimed so
 // (tasks.ClaimedMessage) and runs the graph until it is finished, its lease is lost, the
@@ -43,8 +46,8 @@ func RunDetached(ctx context.Context, cfg Config, graphID, from string, claimed 
 		ArtifactsDir: ws.ArtifactsDir, Retention: cfg.Retention,
 		Lease: cfg.Lease, StaleAfter: cfg.StaleAfter, Version: cfg.Version, Only: graphID,
 	})
-	stop := func() {
-		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	stop := func(within time.Duration) {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), within)
 		defer cancel()
 		eng.Close(closeCtx)
 		if err := db.StopRunner(closeCtx, eng.RunnerID()); err != nil {
@@ -52,7 +55,7 @@ func RunDetached(ctx context.Context, cfg Config, graphID, from string, claimed 
 		}
 	}
 	if err := eng.Claim(ctx, graphID, from); err != nil {
-		stop()
+		stop(detachedStop)
 		return fmt.Errorf("detached runner: %w", err)
 	}
 	log.Info("detached runner claimed its graph", "pid", os.Getpid(), "from", from)
@@ -65,6 +68,7 @@ func RunDetached(ctx context.Context, cfg Config, graphID, from string, claimed 
 	tick := time.NewTicker(cfg.Lease / 3)
 	defer tick.Stop()
 	var reason string
+	within := detachedStop
 wait:
 	for {
 		select {
@@ -80,12 +84,13 @@ wait:
 		case <-tick.C:
 			if _, err := os.Stat(ws.StateDir); errors.Is(err, os.ErrNotExist) {
 				reason = "the workspace's state directory is gone"
+				within = time.Second // nothing it writes now is read by anyone
 				break wait
 			}
 		}
 	}
 	log.Info("detached runner exits", "why", reason)
-	stop()
+	stop(within)
 	return nil
 }
 
