@@ -324,3 +324,38 @@ func TestE2E_DetachedMany(t *testing.T) {
 		waitGone(t, pid)
 	}
 }
+
+// The MCP Tasks facade treats a detached graph like any graph: with --detach, tasks_run
+// answers a task; the task outlives the server that made it, and another server gets it
+// (tasks/get) and cancels it (tasks/cancel).
+func TestFacade_E2EDetached(t *testing.T) {
+	ws := t.TempDir()
+	a := startServer(t, ws, "--mcp-tasks", "--detach")
+	a.initialize()
+	created := a.runAsTask(declaring(), map[string]any{"id": "forever", "command": "echo $$ > forever.pid; exec sleep 600"})
+	taskID, _ := created["taskId"].(string)
+	if created["resultType"] != "task" || taskID == "" {
+		t.Fatalf("tasks_run declaring the extension = %v, want a task", created)
+	}
+	forever := readPid(t, filepath.Join(ws, "forever.pid"))
+	runner, _ := runnerOf(t, a, taskID)
+	a.stdin.Close()
+	a.waitExit()
+
+	b := startServer(t, ws, "--mcp-tasks")
+	b.initialize()
+	if got := resultOf(t, b.taskMethod("tasks/get", taskID)); got["status"] != "working" {
+		t.Errorf("tasks/get of the detached graph from another server = %v, want working", got)
+	}
+	if got := resultOf(t, b.taskMethod("tasks/cancel", taskID)); got["resultType"] != "complete" {
+		t.Errorf("tasks/cancel = %v", got)
+	}
+	if st := b.waitGraph(taskID); st["status"] != "cancelled" {
+		t.Errorf("graph after tasks/cancel = %v", st["status"])
+	}
+	if got := resultOf(t, b.taskMethod("tasks/get", taskID)); got["status"] != "cancelled" {
+		t.Errorf("tasks/get after tasks/cancel = %v", got)
+	}
+	waitGone(t, forever)
+	waitGone(t, runner)
+}
