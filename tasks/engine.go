@@ -104,7 +104,8 @@ type Config struct {
 	RunnerCommand []string
 	// Only makes this engine a detached runner for that one graph (see detach.go): it
 	// reconciles no other runner and expires nothing, and when its lease is lost it does
-	// not register again but reports it (Lost).
+	// not register again but reports it (Lost). The operator CLI's engine, which only
+	// hands a graph over to a detached runner, sets it too (to "-"): it must adopt nothing.
 	Only string
 }
 
