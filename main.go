@@ -54,7 +54,7 @@ func newRootCmd() *cobra.Command {
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n") // as `mcp-harness version` prints it
-	root.AddCommand(newStdioCmd(), newVersionCmd(), newTasksCmd())
+	root.AddCommand(newStdioCmd(), newVersionCmd(), newTasksCmd(), newRunnerCmd())
 	setUsageErrors(root) // after every command is added: see usage.go
 	return root
 }
@@ -101,6 +101,9 @@ func newStdioCmd() *cobra.Command {
 			}
 			defer closeLog()
 			cfg.Logger = logger
+			if cfg.RunnerCommand, err = runnerCommand(cmd.Flags()); err != nil {
+				return err
+			}
 			return serveStdio(cfg)
 		},
 	}
@@ -117,6 +120,7 @@ func newStdioCmd() *cobra.Command {
 	f.Var(&buffer, "shell-buffer", "output kept per PTY session (B, KiB or MiB suffix)")
 	f.Var(&result, "max-result", "the largest result a tool returns: its text, and its structured content as JSON (B, KiB or MiB suffix); larger ones are paged or cut")
 	f.BoolVar(&cfg.MCPTasks, "mcp-tasks", false, "also speak the MCP Tasks extension (io.modelcontextprotocol/tasks) for tasks_run")
+	f.BoolVar(&cfg.Detach, "detach", false, "tasks_run's default for detach: run each graph in a process of its own that outlives the server")
 	// For tests only, so that a stalled runner or a locked database plays out in seconds:
 	// hidden, and documented in the README's "What survives a restart".
 	f.DurationVar(&cfg.Lease, "lease", tasks.DefaultLease, "how long the runner's lease runs from each renewal (tests)")

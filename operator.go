@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/mcp-harness/mcp-harness/internal/quote"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
+	"github.com/mcp-harness/mcp-harness/tools"
 )
 
 // The operator CLI. `mcp-harness tasks list|status|logs|graph|cancel` read the workspace
@@ -93,7 +95,7 @@ func newTasksCmd() *cobra.Command {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.workspace, "workspace", ".", "the project directory the server runs on")
 	pf.StringVar(&o.stateDir, "state-dir", "", "where the database and logs live (default <workspace>/.mcp-harness)")
-	cmd.AddCommand(newListCmd(o), newStatusCmd(o), newLogsCmd(o), newGraphCmd(o), newCancelCmd(o))
+	cmd.AddCommand(newListCmd(o), newStatusCmd(o), newLogsCmd(o), newGraphCmd(o), newCancelCmd(o), newRunCmd(o))
 	return cmd
 }
 
@@ -362,6 +364,82 @@ func newLogsCmd(o *workspaceFlags) *cobra.Command {
 	f.IntVar(&tail, "tail", -1, "start with the last N lines of each log only (default: the whole log)")
 	f.BoolVar(&asJSON, "json", false, "print NDJSON records (see above)")
 	f.BoolVar(&exitStatus, "exit-status", false, "exit with the task's (or graph's) outcome: see above")
+	return cmd
+}
+
+func newRunCmd(o *workspaceFlags) *cobra.Command {
+	var (
+		file         string
+		asJSON, wait bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run -f GRAPH.json",
+		Short: "Submit a graph from a terminal; it runs detached",
+		Long: "Submit a graph of tasks from a terminal. The file holds one JSON object with the same\n" +
+			"fields as the tasks_run tool's arguments (\"-\" reads stdin). The graph runs in a runner\n" +
+			"process of its own that outlives this command; it prints the graph's id (--json: the\n" +
+			"tasks_run result). --wait then follows the tasks' logs on stderr until the graph ends\n" +
+			"and exits with its outcome: 0 if every task succeeded, else 1.",
+		Example: "  mcp-harness tasks run -f ci.json\n  mcp-harness tasks run -f ci.json --wait",
+		Args:    nArgs(0, 0, "no arguments (the graph is given with -f)"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return usagef("-f is required: the graph file (JSON, as tasks_run's arguments)")
+			}
+			var data []byte
+			var err error
+			if file == "-" {
+				data, err = io.ReadAll(cmd.InOrStdin())
+			} else {
+				data, err = os.ReadFile(file)
+			}
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			runner, err := runnerCommand(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			logger, closeLog, err := newLogger(store.WorkspaceConfig{Dir: o.workspace, StateDir: o.stateDir}, defaultLogLevel, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer closeLog()
+			res, err := tools.SubmitDetached(ctx, tools.Config{Workspace: o.workspace, StateDir: o.stateDir,
+				Version: currentVersion(), Logger: logger, RunnerCommand: runner}, data)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				err = writeJSON(w, res)
+			} else {
+				_, err = fmt.Fprintln(w, res.GraphID)
+			}
+			if err != nil || !wait {
+				return err
+			}
+			r, snap, err := o.openGraph(ctx, res.GraphID)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			stderr := cmd.ErrOrStderr()
+			p := newLogPrinter(stderr, stderr, newPalette(stderr), snap, nil, false)
+			ended, err := r.Follow(ctx, snap, tasks.FollowQuery{Tail: -1, Poll: followPoll}, p.event)
+			if err != nil {
+				p.flush()
+				return fmt.Errorf("stopped following: %w", err)
+			}
+			p.done(ended)
+			return outcome(snap.Graph.ID, ended, false)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&file, "file", "f", "", "the graph: a JSON file with tasks_run's arguments, - for stdin")
+	f.BoolVar(&asJSON, "json", false, "print the tasks_run result as JSON instead of the graph id")
+	f.BoolVar(&wait, "wait", false, "follow the graph to its end and exit with its outcome (0 succeeded, 1 otherwise)")
 	return cmd
 }
 

@@ -98,6 +98,15 @@ type Config struct {
 	// SubmitWait bounds how long Submit waits for a database another process has locked
 	// before it answers store.ErrBusy (0 = no bound beyond the store's own retries).
 	SubmitWait time.Duration
+	// RunnerCommand is the command line that starts a detached runner (see detach.go),
+	// to which the graph's id and the handing-over runner are appended; nil: graphs
+	// cannot run detached here.
+	RunnerCommand []string
+	// Only makes this engine a detached runner for that one graph (see detach.go): it
+	// reconciles no other runner and expires nothing, and when its lease is lost it does
+	// not register again but reports it (Lost). The operator CLI's engine, which only
+	// hands a graph over to a detached runner, sets it too (to "-"): it must adopt nothing.
+	Only string
 }
 
 // DefaultRetention is how long finished graphs keep their live logs.
@@ -164,6 +173,11 @@ type Engine struct {
 	started     chan struct{} // closed after the reconciliation at start (watchLoop)
 	startedOnce sync.Once
 
+	// idle is closed when a detached runner (Config.Only) has nothing left to run; lost
+	// when its lease is lost (see detach.go).
+	idle, lost         chan struct{}
+	idleOnce, lostOnce sync.Once
+
 	leaseMu      sync.Mutex
 	renewedAt    time.Time // the last renewal of the lease that succeeded
 	backSince    time.Time // when the lease was last renewed after a lapse
@@ -206,6 +220,8 @@ func NewEngine(cfg Config) *Engine {
 		giveUp:  make(chan struct{}),
 		wrote:   make(chan struct{}),
 		started: make(chan struct{}),
+		idle:    make(chan struct{}),
+		lost:    make(chan struct{}),
 		epoch:   cfg.RunnerID,
 		// The runner was registered (or renewed) just before the engine starts.
 		renewedAt: time.Now(),

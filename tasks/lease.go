@@ -91,6 +91,9 @@ func (e *Engine) keepLease(ctx context.Context) error {
 		}
 		e.renewedAt = now
 		return nil
+	case errors.Is(err, store.ErrLeaseLost) && e.cfg.Only != "":
+		e.lostOnce.Do(func() { close(e.lost) })
+		return err
 	case errors.Is(err, store.ErrLeaseLost):
 		return e.recoverLocked(ctx)
 	case ctx.Err() != nil:

@@ -21,12 +21,13 @@ func (e *Engine) watchLoop(ctx context.Context) {
 	for {
 		if time.Since(lastReconcile) >= e.reconcileEvery() {
 			lastReconcile = time.Now()
-			if err := e.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			// A detached runner runs its own graph only: the servers reconcile.
+			if err := e.reconcileUnlessOnly(ctx); err != nil && ctx.Err() == nil {
 				e.log.Warn("reconciling gone runners", "err", err)
 			}
 			e.startedOnce.Do(func() { close(e.started) })
 		}
-		if e.cfg.ArtifactsDir != "" && time.Since(lastExpire) >= e.expireEvery() {
+		if e.cfg.ArtifactsDir != "" && e.cfg.Only == "" && time.Since(lastExpire) >= e.expireEvery() {
 			lastExpire = time.Now()
 			if err := e.Expire(ctx); err != nil && ctx.Err() == nil {
 				e.log.Warn("expiring graphs", "err", err)

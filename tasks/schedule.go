@@ -267,6 +267,7 @@ func (e *Engine) dropLocked(g *graph) {
 		return
 	}
 	delete(e.graphs, g.row.ID)
+	e.idleIfDoneLocked()
 	// The graph is archived once its last state is in the store: a marker queued behind
 	// that state tells the writer (see writeLoop).
 	e.writes.push(writeItem{finished: g.row.ID})

@@ -19,12 +19,17 @@ import (
 // Submitted is what Submit returns: the graph as stored.
 type Submitted struct {
 	Snapshot
-	Created bool // false when the idempotency key matched an existing graph
+	Created  bool // false when the idempotency key matched an existing graph
+	Detached bool // a detached runner claimed the graph (SubmitDetached)
 }
 
 // Submit validates a graph, stores it in full and starts its ready tasks. It never waits
 // for a command. A refused graph leaves nothing behind: no row, no file, no process.
 func (e *Engine) Submit(ctx context.Context, spec Spec) (Submitted, error) {
+	return e.submit(ctx, spec, false)
+}
+
+func (e *Engine) submit(ctx context.Context, spec Spec, detach bool) (Submitted, error) {
 	lim := e.cfg.Limits
 	v, err := Validate(spec, lim, e.cfg.Workspace.Confine)
 	if err != nil {
@@ -95,6 +100,15 @@ func (e *Engine) Submit(ctx context.Context, spec Spec) (Submitted, error) {
 		return Submitted{Snapshot: snap}, err
 	}
 
+	if detach {
+		e.epochMu.RUnlock()
+		if e.handOver(ctx, stored.ID, stored.RunnerID) {
+			return Submitted{Snapshot: Snapshot{Graph: graphOf(stored), Tasks: tasksOf(rows)}, Created: true, Detached: true}, nil
+		}
+		// No runner claimed it, and none can now: it runs here, as if not detached.
+		e.epochMu.RLock()
+		stored.RunnerID = e.epoch
+	}
 	e.mu.Lock()
 	e.adoptLocked(stored, rows)
 	if e.closed {

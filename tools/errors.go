@@ -62,7 +62,8 @@ func codeOf(err error) string {
 	case errors.Is(err, store.ErrOutsideWorkspace), errors.Is(err, store.ErrStateDir):
 		return codeCwdOutsideWorkspace
 	case errors.Is(err, errInvalid), errors.Is(err, store.ErrBadDir),
-		errors.Is(err, pty.ErrInvalid), errors.Is(err, pty.ErrUnknownKey), errors.Is(err, tasks.ErrInvalid):
+		errors.Is(err, pty.ErrInvalid), errors.Is(err, pty.ErrUnknownKey), errors.Is(err, tasks.ErrInvalid),
+		errors.Is(err, tasks.ErrNoDetach):
 		return codeInvalidArgument
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, pty.ErrNoSession), errors.Is(err, tasks.ErrNotFound):
 		return codeNotFound

@@ -32,15 +32,19 @@ type Config struct {
 	ArtifactsDir string
 	MaxWait      time.Duration // no call waits longer; longer timeoutMs/waitMs are clamped
 	MaxSessions  int
-	MaxParallel  int           // runner-wide cap on running tasks; 0 = the CPU count
-	MaxTasks     int           // tasks per graph; 0 = tasks.DefaultMaxTasks
-	MCPTasks     bool          // serve the MCP Tasks extension facade (see facade.go)
-	MaxWaits     int           // waiting tool calls in flight; more are answered BUSY; 0 = 256 (dispatch.go)
-	Retention    time.Duration // finished graphs keep live logs this long; 0 = tasks.DefaultRetention
-	ShellBuffer  int
-	MaxResult    int // bytes of a result's text, and of its structuredContent as JSON; 0 = tasks.DefaultMaxResult
-	Version      string
-	Logger       *slog.Logger
+	MaxParallel  int  // runner-wide cap on running tasks; 0 = the CPU count
+	MaxTasks     int  // tasks per graph; 0 = tasks.DefaultMaxTasks
+	MCPTasks     bool // serve the MCP Tasks extension facade (see facade.go)
+	Detach       bool // tasks_run's default for detach
+	// RunnerCommand starts a detached runner (tasks.Config.RunnerCommand); nil: no
+	// graph runs detached, and tasks_run refuses detach: true.
+	RunnerCommand []string
+	MaxWaits      int           // waiting tool calls in flight; more are answered BUSY; 0 = 256 (dispatch.go)
+	Retention     time.Duration // finished graphs keep live logs this long; 0 = tasks.DefaultRetention
+	ShellBuffer   int
+	MaxResult     int // bytes of a result's text, and of its structuredContent as JSON; 0 = tasks.DefaultMaxResult
+	Version       string
+	Logger        *slog.Logger
 
 	// Lease, StaleAfter and BusyTimeout are for tests (hidden flags): the runner's lease
 	// (0 = tasks.DefaultLease), how long past its lease a silent runner whose process
@@ -111,6 +115,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Limits: tasks.Limits{MaxTasks: cfg.MaxTasks}, Logger: s.log,
 		ArtifactsDir: ws.ArtifactsDir, Retention: cfg.Retention,
 		Lease: cfg.Lease, StaleAfter: cfg.StaleAfter, Version: cfg.Version, SubmitWait: cfg.MaxWait,
+		RunnerCommand: cfg.RunnerCommand,
 	})
 	s.shells = pty.NewManager(pty.Config{
 		MaxSessions: cfg.MaxSessions,

@@ -32,6 +32,7 @@ type runArgs struct {
 	MaxParallel    int       `json:"maxParallel,omitempty"`
 	FailFast       bool      `json:"failFast,omitempty"`
 	IdempotencyKey string    `json:"idempotencyKey,omitempty"`
+	Detach         *bool     `json:"detach,omitempty"`
 }
 
 type statusArgs struct {
@@ -63,15 +64,29 @@ type graphArgs struct {
 	Cursor  string `json:"cursor,omitempty"`
 }
 
-// runResult is the tasks_run result: the graph, not an echo of it (a 10,000-task echo is
-// a third of a megabyte). Detached is false until graphs can run detached.
-type runResult struct {
+// RunResult is the tasks_run result (and `tasks run --json`'s): the graph, not an echo of it (a 10,000-task echo is
+// a third of a megabyte). Detached: a detached runner of its own claimed the graph.
+type RunResult struct {
 	GraphID   string           `json:"graphId"`
 	Name      string           `json:"name"`
 	Status    tasks.GraphState `json:"status"`
 	Created   bool             `json:"created"`
 	TaskCount int              `json:"taskCount"`
 	Detached  bool             `json:"detached"`
+}
+
+func (a runArgs) spec() tasks.Spec {
+	spec := tasks.Spec{Name: a.Name, MaxParallel: a.MaxParallel, FailFast: a.FailFast, IdempotencyKey: a.IdempotencyKey}
+	for _, t := range a.Tasks {
+		spec.Tasks = append(spec.Tasks, tasks.TaskSpec{ID: t.ID, Command: t.Command, DependsOn: t.DependsOn, Cwd: t.Cwd,
+			Env: t.Env, TimeoutSec: t.TimeoutSec, Retries: t.Retries})
+	}
+	return spec
+}
+
+func resultOf(sub tasks.Submitted) RunResult {
+	return RunResult{GraphID: sub.Graph.ID, Name: sub.Graph.Name, Status: sub.Progress().State(), Created: sub.Created,
+		TaskCount: len(sub.Tasks), Detached: sub.Detached}
 }
 
 // Schemas shared by the task tools.
@@ -115,6 +130,7 @@ func (s *Server) tasksRunTool() server.ServerTool {
 			"maxParallel":    integer("Default: CPU count.", 1),
 			"failFast":       boolean("Cancel the rest at the first failure."),
 			"idempotencyKey": str("Resending this key returns the first graph."),
+			"detach":         boolean("Run in a process of its own that outlives this server."),
 		}, "tasks")),
 		outputSchema(props(schema{"graphId": tString, "name": tString, "status": tGraphState, "created": tBool,
 			"taskCount": tInt, "detached": tBool})),
@@ -122,16 +138,22 @@ func (s *Server) tasksRunTool() server.ServerTool {
 		mcp.WithOpenWorldHintAnnotation(false),
 	),
 		func(ctx context.Context, _ mcp.CallToolRequest, a runArgs) (*mcp.CallToolResult, error) {
-			spec := tasks.Spec{Name: a.Name, MaxParallel: a.MaxParallel, FailFast: a.FailFast, IdempotencyKey: a.IdempotencyKey}
-			for _, t := range a.Tasks {
-				spec.Tasks = append(spec.Tasks, tasks.TaskSpec{ID: t.ID, Command: t.Command, DependsOn: t.DependsOn, Cwd: t.Cwd,
-					Env: t.Env, TimeoutSec: t.TimeoutSec, Retries: t.Retries})
+			spec := a.spec()
+			detach := s.cfg.Detach
+			if a.Detach != nil {
+				detach = *a.Detach
 			}
-			sub, err := s.tasks.Submit(ctx, spec)
+			var sub tasks.Submitted
+			var err error
+			if detach {
+				sub, err = s.tasks.SubmitDetached(ctx, spec)
+			} else {
+				sub, err = s.tasks.Submit(ctx, spec)
+			}
 			if err != nil {
 				return nil, err
 			}
-			out := runResult{GraphID: sub.Graph.ID, Name: sub.Graph.Name, Status: sub.Progress().State(), Created: sub.Created, TaskCount: len(sub.Tasks)}
+			out := resultOf(sub)
 			verb := "submitted"
 			if !sub.Created {
 				verb = "already submitted with this idempotencyKey; nothing new was started"

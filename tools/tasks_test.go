@@ -241,6 +241,7 @@ func TestTasks_BadInput(t *testing.T) {
 		{"tasks_run", map[string]any{"tasks": []any{tk("a"), tk("b"), tk("c"), tk("d")}}, "LIMIT_EXCEEDED", "3"},
 		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "a", "command": "  "}}}, "INVALID_ARGUMENT", "command"},
 		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "bad id", "command": "true"}}}, "INVALID_ARGUMENT", "bad id"},
+		{"tasks_run", map[string]any{"detach": true, "tasks": []any{map[string]any{"id": "a", "command": "true"}}}, "INVALID_ARGUMENT", "cannot run detached"},
 		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "a", "command": cmd, "cwd": "escape"}}}, "CWD_OUTSIDE_WORKSPACE", "escape"},
 		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "a", "command": cmd, "cwd": "../x"}}}, "CWD_OUTSIDE_WORKSPACE", "outside"},
 		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "a", "command": cmd, "cwd": "missing"}}}, "INVALID_ARGUMENT", "does not exist"},
