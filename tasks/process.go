@@ -117,17 +117,38 @@ func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
 	if t.row.Attempt > 1 {
 		fmt.Fprintf(logFile, "\n--- mcp-harness: attempt %d of %d ---\n", t.row.Attempt, t.row.Retries+1)
 	}
-	cmd := exec.Command(e.shell, "-c", t.row.Command)
-	cmd.Dir = dir.ExecPath()
 	// The marker lets a later runner find every process of this task, grandchildren
 	// included, even if this runner dies before it records the task's pid.
-	cmd.Env = append(mergeEnv(e.env, t.row.Env), taskMarker(g.row.ID, t.row.ID))
-	cmd.Stdout, cmd.Stderr = logFile, logFile // *os.File: passed to the child as is
-	cmd.SysProcAttr = taskProcAttr()
+	env := append(mergeEnv(e.env, t.row.Env), taskMarker(g.row.ID, t.row.ID))
+	prepare := func(cmd *exec.Cmd) *exec.Cmd {
+		cmd.Dir = dir.ExecPath()
+		cmd.Env = env
+		cmd.Stdout, cmd.Stderr = logFile, logFile // *os.File: passed to the child as is
+		cmd.SysProcAttr = taskProcAttr()
+		return cmd
+	}
+	// A plain command runs without the shell (direct.go), unless the task sets its own
+	// PATH, which the shell would search instead of ours. The shell would set PWD to the
+	// directory it starts in; the program gets the same. Whatever fails to start that way
+	// is left to the shell, which reports it as it always did.
+	if argv := directArgv(t.row.Command); argv != nil && !hasKey(t.row.Env, "PATH") {
+		if cmd := directCommand(argv); cmd != nil {
+			prepare(cmd).Env = append(env[:len(env):len(env)], "PWD="+dir.Path)
+			if cmd.Start() == nil {
+				return cmd, nil
+			}
+		}
+	}
+	cmd := prepare(exec.Command(e.shell, "-c", t.row.Command))
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot start: %v", err)
 	}
 	return cmd, nil
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // wait reaps one attempt. The exit is first observed without reaping, so the process
