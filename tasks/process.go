@@ -7,7 +7,6 @@ package tasks
 // scheduleLocked until wait has reaped it (see Engine).
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -91,14 +90,14 @@ func (e *Engine) start(g *graph, t *task) []launch {
 // process.
 func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
 	// A runner that stalled past its lease may have had its graphs adopted meanwhile: the
-	// adopter runs them now, so starting a task here would run it twice.
-	// The epoch is held for the check, so that a change of epoch (lease.go) that moves the
-	// graph to the new one is not mistaken for an adoption.
-	e.epochMu.RLock()
-	owner, err := e.cfg.DB.GetGraphHead(context.Background(), g.row.ID)
-	adopted := err == nil && owner.RunnerID != e.epoch
-	e.epochMu.RUnlock()
-	if adopted {
+	// adopter runs them now, so starting a task here would run it twice. The task's running
+	// state was written before this (scheduleLocked's barrier) by the store's fenced update,
+	// which ignores a graph this runner no longer owns and says so (writer.go): that
+	// answer, in memory, replaces reading the owner again before every start. A graph
+	// adopted after that write finds the task running, records it failed and does not run
+	// it (so did an adoption between the owner check and the start that this replaces); this
+	// runner forgets the graph at its next refused start, or when its lease renewal fails.
+	if e.writes.isDisowned(g.row.ID) {
 		return nil, errAdopted
 	}
 	// The cwd was checked when the graph was submitted, but the directory may have been
