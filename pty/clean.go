@@ -28,10 +28,18 @@ import (
 // are dropped at its end, as a screen shows them; spaces a program printed at the end of
 // a line are kept, since a prompt such as "$ " ends in one.
 func Clean(b []byte) string {
+	return string(cleanBytes(b))
+}
+
+// cleanBytes is Clean without the copy into a string: a read cleans up to a whole ring
+// buffer of output only to keep a few kilobytes of it (capText), and every copy of that
+// text counts in the server's peak memory.
+func cleanBytes(b []byte) []byte {
 	var c cleaner
 	c.init()
+	c.out = make([]byte, 0, len(b)+len(b)/8) // most output cleans to about its own size
 	c.write(b)
-	return string(c.bytes())
+	return c.bytes()
 }
 
 // maxCol bounds how far cursor movement may pad a line with blanks, so a few bytes of

@@ -229,7 +229,7 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, in Input,
 	if mt := we.mt; mt != nil && mt.from == from && mt.next == to {
 		text = mt.c.bytes() // already cleaned while waiting
 	} else {
-		text = []byte(Clean(data))
+		text = cleanBytes(data)
 	}
 	res.Output, res.OmittedBytes = capText(text, ro.maxBytes, func(h int) int64 { return from + lineStart(data, h) })
 	return res, nil
