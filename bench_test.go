@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -174,8 +175,10 @@ type benchClient struct {
 	id    int
 }
 
-func startBenchClient(b *testing.B) *benchClient {
-	c := &benchClient{b: b, cmd: exec.Command(binPath, "stdio", "--workspace", b.TempDir(), "--log-level", "warn")}
+func startBenchClient(b *testing.B) *benchClient { return startBenchClientAt(b, binPath) }
+
+func startBenchClientAt(b *testing.B, bin string) *benchClient {
+	c := &benchClient{b: b, cmd: exec.Command(bin, "stdio", "--workspace", b.TempDir(), "--log-level", "warn")}
 	c.stdin, _ = c.cmd.StdinPipe()
 	stdout, _ := c.cmd.StdoutPipe()
 	if err := c.cmd.Start(); err != nil {
@@ -233,6 +236,57 @@ func BenchmarkShutdownBusy(b *testing.B) {
 				}
 			}
 			b.ReportMetric(median(exits), "ms-to-exit")
+		})
+	}
+}
+
+// BenchmarkShellBulkRead is bench/'s bulk shape: a session's program prints 20 MB of
+// 80-byte lines and a marker while the client reads (shell_io) until it exits, as a model
+// would. It reports MB/s and the server's peak RSS. With MCP_HARNESS_BENCH_OLD naming
+// another build of the server, that build runs too, interleaved, for a same-run ratio:
+//
+//	MCP_HARNESS_BENCH_OLD=/tmp/old go test -run '^$' -bench ShellBulkRead -benchtime 5x .
+func BenchmarkShellBulkRead(b *testing.B) {
+	bins := []struct{ name, path string }{{"this", ""}}
+	if old := os.Getenv("MCP_HARNESS_BENCH_OLD"); old != "" {
+		bins = append(bins, struct{ name, path string }{"old", old})
+	}
+	for _, bin := range bins {
+		b.Run(bin.name, func(b *testing.B) {
+			path := binPath
+			if bin.path != "" {
+				path = bin.path
+			}
+			const n = 20_000_000
+			var peak int
+			for b.Loop() {
+				c := startBenchClientAt(b, path)
+				c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
+				cmd := fmt.Sprintf("yes %s | head -c %d; echo; echo BULK-DONE", strings.Repeat("x", 79), n)
+				line := c.call("tools/call", fmt.Sprintf(`{"name":"shell_open","arguments":{"command":%q,"timeoutMs":30000}}`, cmd))
+				var resp struct {
+					Result struct {
+						StructuredContent struct {
+							SessionID string `json:"sessionId"`
+							Exited    bool   `json:"exited"`
+						} `json:"structuredContent"`
+					} `json:"result"`
+				}
+				if err := json.Unmarshal([]byte(line), &resp); err != nil {
+					b.Fatal(err)
+				}
+				id := resp.Result.StructuredContent.SessionID
+				for !resp.Result.StructuredContent.Exited {
+					line = c.call("tools/call", fmt.Sprintf(`{"name":"shell_io","arguments":{"sessionId":%q,"timeoutMs":30000}}`, id))
+					if err := json.Unmarshal([]byte(line), &resp); err != nil {
+						b.Fatal(err)
+					}
+				}
+				peak = max(peak, peakRSS(b, c.cmd.Process.Pid))
+				c.close()
+			}
+			b.SetBytes(n)
+			b.ReportMetric(float64(peak)/1024, "peak-MiB")
 		})
 	}
 }

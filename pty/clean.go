@@ -28,10 +28,32 @@ import (
 // are dropped at its end, as a screen shows them; spaces a program printed at the end of
 // a line are kept, since a prompt such as "$ " ends in one.
 func Clean(b []byte) string {
+	return string(cleanBytes(b))
+}
+
+// cleanCapped is capText(cleanBytes(data), max, sinceOf) without holding the whole
+// cleaned text: the cleaner keeps the head and tail capText may return, and counts the
+// rest.
+func cleanCapped(data []byte, max int, sinceOf func(h int) int64) (string, int64) {
 	var c cleaner
 	c.init()
+	// capText's head is max/4 bytes (it looks at the byte after it to cut at a character
+	// boundary), its tail less than max.
+	c.keepHead, c.keepTail = max/4+utf8.UTFMax, max
+	c.out = make([]byte, 0, min(len(data)+len(data)/8, c.keepHead+2*c.keepTail+4096))
+	c.write(data)
+	return capGap(c.bytes(), c.dropped, max, sinceOf)
+}
+
+// cleanBytes is Clean without the copy into a string: a read cleans up to a whole ring
+// buffer of output only to keep a few kilobytes of it (capText), and every copy of that
+// text counts in the server's peak memory.
+func cleanBytes(b []byte) []byte {
+	var c cleaner
+	c.init()
+	c.out = make([]byte, 0, len(b)+len(b)/8) // most output cleans to about its own size
 	c.write(b)
-	return string(c.bytes())
+	return c.bytes()
 }
 
 // maxCol bounds how far cursor movement may pad a line with blanks, so a few bytes of
@@ -79,6 +101,12 @@ type cleaner struct {
 	lineRaw int64
 	watch   int
 	found   int64
+
+	// With keepTail > 0 the cleaner keeps only the first keepHead bytes of its text and
+	// at least the last keepTail, and counts in dropped the bytes it left out between
+	// them (see cleanCapped).
+	keepHead, keepTail int
+	dropped            int64
 }
 
 func (c *cleaner) init() {
@@ -294,6 +322,13 @@ func (c *cleaner) newline() {
 	c.out = append(c.out, '\n')
 	if c.watch >= 0 && c.found < 0 && len(c.out) > c.watch {
 		c.found = c.lineRaw
+	}
+	if c.keepTail > 0 && len(c.out) > c.keepHead+2*c.keepTail {
+		// Only the head and the tail will be returned (cleanCapped): drop the middle, so
+		// cleaning a whole buffer never holds a copy of it.
+		n := copy(c.out[c.keepHead:], c.out[len(c.out)-c.keepTail:])
+		c.dropped += int64(len(c.out) - c.keepHead - n)
+		c.out = c.out[:c.keepHead+n]
 	}
 	c.line = c.line[:0]
 	c.col = 0

@@ -157,3 +157,23 @@ func FuzzClean(f *testing.F) {
 		}
 	})
 }
+
+// cleanCapped returns what capping the whole cleaned text returns, and says the same
+// about what it left out, whatever the output and the cap.
+func FuzzCleanCapped(f *testing.F) {
+	f.Add([]byte("hello\r\nworld\r\n"), 64)
+	f.Add([]byte(strings.Repeat("line \x1b[31mred\x1b[0m ünï\r\n", 400)), 100)
+	f.Add([]byte(strings.Repeat("progress 10%\rprogress 99%\r\n€€€\n", 300)), 37)
+	f.Add([]byte(strings.Repeat("x", 5000)+"\n"+strings.Repeat("y\n", 3000)), 16)
+	f.Fuzz(func(t *testing.T, data []byte, max int) {
+		if max < 4 || max > 1<<16 {
+			return
+		}
+		sinceOf := func(h int) int64 { return int64(h) * 7 }
+		want, wantOmitted := capText(cleanBytes(data), max, sinceOf)
+		got, gotOmitted := cleanCapped(data, max, sinceOf)
+		if got != want || gotOmitted != wantOmitted {
+			t.Errorf("cleanCapped(%d bytes, %d) = %q, %d; want %q, %d", len(data), max, got, gotOmitted, want, wantOmitted)
+		}
+	})
+}

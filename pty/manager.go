@@ -690,7 +690,7 @@ func (m *Manager) Close(ctx context.Context, id string, sig syscall.Signal, grac
 	data, _ := s.ring.appendFrom(nil, s.cursor)
 	st := s.status
 	s.mu.Unlock()
-	out, _ := capText([]byte(Clean(data)), DefaultMaxBytes, nil)
+	out, _ := cleanCapped(data, DefaultMaxBytes, nil)
 	return CloseResult{SessionID: id, ExitCode: st.code, Signal: st.signal, Output: out}, nil
 }
 

@@ -173,7 +173,7 @@ func (s *session) reread(op string, ro readOpts, res ReadResult) (ReadResult, er
 	if ro.raw {
 		res.Output, res.OmittedBytes = capText(data, ro.maxBytes, func(h int) int64 { return from + int64(h) })
 	} else {
-		res.Output, res.OmittedBytes = capText([]byte(Clean(data)), ro.maxBytes, func(h int) int64 { return from + lineStart(data, h) })
+		res.Output, res.OmittedBytes = cleanCapped(data, ro.maxBytes, func(h int) int64 { return from + lineStart(data, h) })
 	}
 	return res, nil
 }

@@ -225,13 +225,12 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, in Input,
 		res.Output, res.OmittedBytes = capText(data, ro.maxBytes, func(h int) int64 { return from + int64(h) })
 		return res, nil
 	}
-	var text []byte
+	sinceOf := func(h int) int64 { return from + lineStart(data, h) }
 	if mt := we.mt; mt != nil && mt.from == from && mt.next == to {
-		text = mt.c.bytes() // already cleaned while waiting
+		res.Output, res.OmittedBytes = capText(mt.c.bytes(), ro.maxBytes, sinceOf) // already cleaned while waiting
 	} else {
-		text = []byte(Clean(data))
+		res.Output, res.OmittedBytes = cleanCapped(data, ro.maxBytes, sinceOf)
 	}
-	res.Output, res.OmittedBytes = capText(text, ro.maxBytes, func(h int) int64 { return from + lineStart(data, h) })
 	return res, nil
 }
 
@@ -494,7 +493,14 @@ func lineStart(raw []byte, h int) int64 {
 // between them. sinceOf, when not nil, gives the raw offset to re-read the omitted part
 // from. It returns the text and how many bytes were left out.
 func capText(text []byte, max int, sinceOf func(h int) int64) (string, int64) {
-	if len(text) <= max {
+	return capGap(text, 0, max, sinceOf)
+}
+
+// capGap is capText for a text of which gap bytes after its first at were left out
+// already (cleanCapped): more than max/4 bytes come before the gap and at least max after
+// it, so the cuts fall where capText's would, and the omitted count includes the gap.
+func capGap(text []byte, gap int64, max int, sinceOf func(h int) int64) (string, int64) {
+	if gap == 0 && len(text) <= max {
 		return string(text), 0
 	}
 	headMax := max / 4
@@ -515,7 +521,7 @@ func capText(text []byte, max int, sinceOf func(h int) int64) (string, int64) {
 			t++
 		}
 	}
-	omitted := t - h
+	omitted := int64(t-h) + gap
 	var marker string
 	if sinceOf != nil {
 		marker = fmt.Sprintf("[... %d bytes omitted; re-read them with since=%d ...]\n", omitted, sinceOf(h))
@@ -525,5 +531,5 @@ func capText(text []byte, max int, sinceOf func(h int) int64) (string, int64) {
 	if h > 0 && text[h-1] != '\n' {
 		marker = "\n" + marker
 	}
-	return string(text[:h]) + marker + string(text[t:]), int64(omitted)
+	return string(text[:h]) + marker + string(text[t:]), omitted
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -141,27 +142,51 @@ const updateTaskSQL = `UPDATE tasks SET status = ?, error_code = ?, exit_code = 
 // ignored for a graph another runner has adopted meanwhile (a runner that stalled past its
 // lease and wakes up must not undo what the adopter recorded).
 func (db *DB) UpdateTasks(ctx context.Context, runnerID string, updates []TaskUpdate) error {
+	_, err := db.UpdateOwnedTasks(ctx, runnerID, updates)
+	return err
+}
+
+// UpdateOwnedTasks is UpdateTasks, and also returns the graphs whose updates it ignored
+// because another runner owns them: the write that records a task running is the fence
+// that tells the task engine whether it may still start it, without reading the owner
+// again before each start.
+func (db *DB) UpdateOwnedTasks(ctx context.Context, runnerID string, updates []TaskUpdate) (disowned []string, err error) {
 	if len(updates) == 0 {
-		return nil
+		return nil, nil
 	}
 	now := millis(time.Now())
-	return db.write(ctx, func(tx *sql.Tx) error {
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		disowned = disowned[:0] // the transaction may be retried
 		stmt := tx.StmtContext(ctx, db.updateTask)
 		defer stmt.Close()
 		touched := map[string]bool{}
-		var order []string
+		var order, ignored []string
 		for _, u := range updates {
 			var procStart any
 			if u.ProcStart != nil {
 				procStart = int64(*u.ProcStart)
 			}
-			if _, err := stmt.ExecContext(ctx, u.Status, u.ErrorCode, u.ExitCode, u.Signal, u.Message, u.Attempt,
-				u.Pid, u.Pgid, procStart, millisPtr(u.StartedAt), millisPtr(u.FinishedAt), u.GraphID, u.TaskID, runnerID); err != nil {
+			res, err := stmt.ExecContext(ctx, u.Status, u.ErrorCode, u.ExitCode, u.Signal, u.Message, u.Attempt,
+				u.Pid, u.Pgid, procStart, millisPtr(u.StartedAt), millisPtr(u.FinishedAt), u.GraphID, u.TaskID, runnerID)
+			if err != nil {
 				return fmt.Errorf("update task %s/%s: %w", u.GraphID, u.TaskID, err)
+			}
+			if n, _ := res.RowsAffected(); n == 0 && !slices.Contains(ignored, u.GraphID) {
+				ignored = append(ignored, u.GraphID) // already final, or not ours: see below
 			}
 			if !touched[u.GraphID] {
 				touched[u.GraphID] = true
 				order = append(order, u.GraphID)
+			}
+		}
+		for _, id := range ignored {
+			var owner string
+			err := tx.QueryRowContext(ctx, `SELECT runner_id FROM graphs WHERE id = ?`, id).Scan(&owner)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("owner of graph %s: %w", id, err)
+			}
+			if owner != runnerID {
+				disowned = append(disowned, id)
 			}
 		}
 		for _, id := range order {
@@ -171,6 +196,10 @@ func (db *DB) UpdateTasks(ctx context.Context, runnerID string, updates []TaskUp
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return disowned, nil
 }
 
 // touchGraph bumps a graph's version after its tasks changed and sets its finished_at once

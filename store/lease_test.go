@@ -198,3 +198,38 @@ func TestWrite_ErrBusy(t *testing.T) {
 		t.Errorf("a write after the lock was released: %v", err)
 	}
 }
+
+// UpdateOwnedTasks names the graphs whose updates it ignored because another runner owns
+// them, and only those: an update ignored because the task is final already is not one.
+func TestUpdateOwnedTasks_Disowned(t *testing.T) {
+	db := openTestDB(t)
+	owner, _ := db.RegisterRunner(t.Context(), "owner", time.Minute)
+	gone, _ := db.RegisterRunner(t.Context(), "gone", time.Minute)
+	mine, err := insertTestGraph(t, db, owner.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adopted, err := insertTestGraph(t, db, gone.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	done := TaskState{Status: "succeeded", Attempt: 1, StartedAt: &now, FinishedAt: &now}
+	if _, err := db.UpdateOwnedTasks(t.Context(), owner.ID, []TaskUpdate{{GraphID: mine.ID, TaskID: "a", TaskState: done}}); err != nil {
+		t.Fatal(err)
+	}
+	running := TaskState{Status: "running", Attempt: 2, StartedAt: &now}
+	got, err := db.UpdateOwnedTasks(t.Context(), owner.ID, []TaskUpdate{
+		{GraphID: mine.ID, TaskID: "a", TaskState: running}, // final already: ignored, still ours
+		{GraphID: adopted.ID, TaskID: "a", TaskState: running},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{adopted.ID}; !slices.Equal(got, want) {
+		t.Errorf("UpdateOwnedTasks = %q, want %q", got, want)
+	}
+	if rows, _ := db.GraphTasks(t.Context(), adopted.ID); rows[0].Status != "pending" {
+		t.Errorf("task of a graph not ours = %s, want pending", rows[0].Status)
+	}
+}

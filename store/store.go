@@ -100,6 +100,13 @@ func OpenWith(ctx context.Context, path string, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store.Open %s: %w", path, err)
 	}
+	// database/sql keeps two idle connections by default and closes any other connection
+	// as soon as it is returned: the task engine's writer, its starts and the readers
+	// together use more than two at once, so connections (each a WAL open, a schema read
+	// and its statement cache) were opened and closed again all the time. Keep as many
+	// idle as are usually in use; the idle time limit closes them once the burst is over.
+	sqldb.SetMaxIdleConns(maxIdleConns)
+	sqldb.SetConnMaxIdleTime(connMaxIdleTime)
 	db := &DB{sql: sqldb, path: path}
 	if err := db.migrate(ctx); err != nil {
 		sqldb.Close()
@@ -111,6 +118,13 @@ func OpenWith(ctx context.Context, path string, opt Options) (*DB, error) {
 	}
 	return db, nil
 }
+
+// The pool's idle limits (see OpenWith). The number of open connections is not capped:
+// a caller holding a transaction while another reads must never wait on the pool.
+const (
+	maxIdleConns    = 8
+	connMaxIdleTime = time.Minute
+)
 
 // Close closes the database.
 func (db *DB) Close() error {

@@ -1,7 +1,10 @@
 package tasks
 
 import (
+	"archive/tar"
+	stdgzip "compress/gzip"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"log/slog"
@@ -272,4 +275,109 @@ func BenchmarkTailLog(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkArchive archives a graph whose one task wrote a 64 MiB log of log-like lines:
+// the engine's spool, the same work as the engine did before (a hash pass, then
+// compress/gzip at its default level), and gzip -1 of the log alone (the floor). Compare
+// the sub-benchmarks of one run:
+//
+//	go test -run '^$' -bench Archive -benchtime 5x ./tasks/
+func BenchmarkArchive(b *testing.B) {
+	const size = 64 << 20
+	dir := b.TempDir()
+	src := filepath.Join(dir, "source.log")
+	if err := os.WriteFile(src, logLike(size), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := store.Open(context.Background(), ws.DBPath())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	r, err := db.RegisterRunner(context.Background(), "bench", time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// No ArtifactsDir while the graph runs, so nothing archives it behind the benchmark's
+	// back; it is set once the graph finished.
+	e := NewEngine(Config{DB: db, RunnerID: r.ID, Workspace: ws,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer e.Close(context.Background())
+	sub, err := e.Submit(context.Background(), Spec{Tasks: []TaskSpec{{ID: "cat", Command: "cat " + src}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if snap, ok, err := e.Wait(context.Background(), sub.Graph.ID, nil, UntilDone); err != nil || !ok || snap.Progress().State() != GraphSucceeded {
+		b.Fatalf("graph: %v %v", ok, err)
+	}
+	e.cfg.ArtifactsDir = b.TempDir()
+	logPath := e.LogPath(sub.Graph.ID, "cat")
+
+	b.Run("engine", func(b *testing.B) {
+		for b.Loop() {
+			a, err := e.spool(context.Background(), sub.Graph.ID)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(a.Bytes)/size, "ratio")
+		}
+		b.SetBytes(size)
+	})
+	b.Run("stdlib-default", func(b *testing.B) { // what spool did before
+		for b.Loop() {
+			if _, _, err := hashFile(logPath); err != nil {
+				b.Fatal(err)
+			}
+			f, err := os.Open(logPath)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum := sha256.New()
+			counter := &countingWriter{w: sum}
+			gz := stdgzip.NewWriter(counter)
+			tw := tar.NewWriter(gz)
+			if err := writeEntry(tw, "x.log", size, time.Now(), f); err != nil {
+				b.Fatal(err)
+			}
+			tw.Close()
+			gz.Close()
+			f.Close()
+			b.ReportMetric(float64(counter.n)/size, "ratio")
+		}
+		b.SetBytes(size)
+	})
+	b.Run("gzip-1", func(b *testing.B) {
+		if _, err := exec.LookPath("gzip"); err != nil {
+			b.Skip("gzip is not installed")
+		}
+		for b.Loop() {
+			cmd := exec.Command("gzip", "-1", "-c", logPath)
+			if err := cmd.Run(); err != nil { // stdout nil: /dev/null
+				b.Fatal(err)
+			}
+		}
+		b.SetBytes(size)
+	})
+}
+
+// logLike returns n bytes of lines that look like a service's log: timestamps, levels,
+// ids and durations that vary, words that repeat.
+func logLike(n int) []byte {
+	r := rand.New(rand.NewSource(1))
+	levels := []string{"INFO", "INFO", "INFO", "DEBUG", "WARN", "ERROR"}
+	paths := []string{"/api/v1/items", "/api/v1/users", "/healthz", "/api/v2/search", "/static/app.js"}
+	out := make([]byte, 0, n+200)
+	t := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	for len(out) < n {
+		t = t.Add(time.Duration(r.Intn(5000)) * time.Microsecond)
+		out = fmt.Appendf(out, "%s %-5s request id=%08x path=%s status=%d bytes=%d dur=%.2fms\n",
+			t.Format("2006-01-02T15:04:05.000000Z"), levels[r.Intn(len(levels))], r.Uint32(),
+			paths[r.Intn(len(paths))], []int{200, 200, 200, 201, 304, 404, 500}[r.Intn(7)], r.Intn(1<<16), r.Float64()*100)
+	}
+	return out[:n]
 }

@@ -2,13 +2,14 @@ package tasks
 
 import (
 	"archive/tar"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"unicode/utf8"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // LogSlice is a part of a task's log.

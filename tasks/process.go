@@ -7,7 +7,6 @@ package tasks
 // scheduleLocked until wait has reaped it (see Engine).
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -91,14 +90,14 @@ func (e *Engine) start(g *graph, t *task) []launch {
 // process.
 func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
 	// A runner that stalled past its lease may have had its graphs adopted meanwhile: the
-	// adopter runs them now, so starting a task here would run it twice.
-	// The epoch is held for the check, so that a change of epoch (lease.go) that moves the
-	// graph to the new one is not mistaken for an adoption.
-	e.epochMu.RLock()
-	owner, err := e.cfg.DB.GetGraphHead(context.Background(), g.row.ID)
-	adopted := err == nil && owner.RunnerID != e.epoch
-	e.epochMu.RUnlock()
-	if adopted {
+	// adopter runs them now, so starting a task here would run it twice. The task's running
+	// state was written before this (scheduleLocked's barrier) by the store's fenced update,
+	// which ignores a graph this runner no longer owns and says so (writer.go): that
+	// answer, in memory, replaces reading the owner again before every start. A graph
+	// adopted after that write finds the task running, records it failed and does not run
+	// it (so did an adoption between the owner check and the start that this replaces); this
+	// runner forgets the graph at its next refused start, or when its lease renewal fails.
+	if e.writes.isDisowned(g.row.ID) {
 		return nil, errAdopted
 	}
 	// The cwd was checked when the graph was submitted, but the directory may have been
@@ -117,17 +116,38 @@ func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
 	if t.row.Attempt > 1 {
 		fmt.Fprintf(logFile, "\n--- mcp-harness: attempt %d of %d ---\n", t.row.Attempt, t.row.Retries+1)
 	}
-	cmd := exec.Command(e.shell, "-c", t.row.Command)
-	cmd.Dir = dir.ExecPath()
 	// The marker lets a later runner find every process of this task, grandchildren
 	// included, even if this runner dies before it records the task's pid.
-	cmd.Env = append(mergeEnv(e.env, t.row.Env), taskMarker(g.row.ID, t.row.ID))
-	cmd.Stdout, cmd.Stderr = logFile, logFile // *os.File: passed to the child as is
-	cmd.SysProcAttr = taskProcAttr()
+	env := append(mergeEnv(e.env, t.row.Env), taskMarker(g.row.ID, t.row.ID))
+	prepare := func(cmd *exec.Cmd) *exec.Cmd {
+		cmd.Dir = dir.ExecPath()
+		cmd.Env = env
+		cmd.Stdout, cmd.Stderr = logFile, logFile // *os.File: passed to the child as is
+		cmd.SysProcAttr = taskProcAttr()
+		return cmd
+	}
+	// A plain command runs without the shell (direct.go), unless the task sets its own
+	// PATH, which the shell would search instead of ours. The shell would set PWD to the
+	// directory it starts in; the program gets the same. Whatever fails to start that way
+	// is left to the shell, which reports it as it always did.
+	if argv := directArgv(t.row.Command); argv != nil && !hasKey(t.row.Env, "PATH") {
+		if cmd := directCommand(argv); cmd != nil {
+			prepare(cmd).Env = append(env[:len(env):len(env)], "PWD="+dir.Path)
+			if cmd.Start() == nil {
+				return cmd, nil
+			}
+		}
+	}
+	cmd := prepare(exec.Command(e.shell, "-c", t.row.Command))
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot start: %v", err)
 	}
 	return cmd, nil
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // wait reaps one attempt. The exit is first observed without reaping, so the process

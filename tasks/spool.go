@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"archive/tar"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,8 +12,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/mcp-harness/mcp-harness/store"
 )
@@ -62,8 +64,15 @@ const tempPrefix = ".spool-"
 // manifest.json and every task's log, and records it in the store. The archive is written
 // under a temporary name, synced and renamed, so a spool cut short never leaves anything
 // under the final name; spooling again is harmless (the same content is written again).
+//
+// Archiving is background work beside running tasks, so it is kept cheap and out of their
+// way: klauspost/compress's gzip at its fastest level (the same .tar.gz format, several
+// times faster than compress/gzip's default), the archive's sha256 taken as it is
+// written, and the hashing and compressing done on a thread of their own at the lowest
+// CPU priority where the system allows it (lowerThreadPriority). The store is written at
+// normal priority: a low-priority thread holding the database's write lock would hold up
+// the engine's own writes.
 func (e *Engine) spool(ctx context.Context, graphID string) (store.Artifact, error) {
-	artifactsDir := e.cfg.ArtifactsDir
 	snap, err := e.Snapshot(ctx, graphID)
 	if err != nil {
 		return store.Artifact{}, err
@@ -71,18 +80,50 @@ func (e *Engine) spool(ctx context.Context, graphID string) (store.Artifact, err
 	if snap.Graph.FinishedAt == nil {
 		return store.Artifact{}, fmt.Errorf("spool %s: the graph has not finished", graphID)
 	}
+	type result struct {
+		a   store.Artifact
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// The goroutine keeps its thread to itself and ends without giving it back, so the
+		// runtime retires the thread with its lowered priority instead of reusing it.
+		runtime.LockOSThread()
+		lowerThreadPriority()
+		a, err := e.archive(ctx, snap)
+		done <- result{a, err}
+	}()
+	r := <-done
+	if r.err != nil {
+		return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, r.err)
+	}
+	if err := e.cfg.DB.RecordArtifact(ctx, r.a); err != nil {
+		return store.Artifact{}, err
+	}
+	return r.a, nil
+}
+
+// archiveLevel is the artifacts' gzip level: the fastest. Logs compress well even so, and
+// an archive is written once and rarely read.
+const archiveLevel = gzip.BestSpeed
+
+// archive writes the artifact of the finished graph of snap (see spool).
+func (e *Engine) archive(ctx context.Context, snap Snapshot) (store.Artifact, error) {
+	artifactsDir, graphID := e.cfg.ArtifactsDir, snap.Graph.ID
 	m := Manifest{Tasks: []ManifestTask{}}
 	m.Graph.GraphHead, m.Graph.RunnerID = snap.Graph.Head(snap.Progress()), snap.Graph.RunnerID
 	var logs []string // paths, by task, "" when the task has no log
 	for _, t := range snap.Tasks {
 		mt := ManifestTask{TaskHead: t.Head(), Command: t.Command, Cwd: t.Cwd, TaskTimes: t.Times(*snap.Graph.FinishedAt)}
 		path := e.LogPath(graphID, t.ID)
+		// The manifest comes first in the archive and holds each log's sha256, so the logs
+		// are hashed before they are compressed (from the page cache the second time).
 		size, sum, err := hashFile(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			path = ""
 		case err != nil:
-			return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, err)
+			return store.Artifact{}, err
 		default:
 			mt.Log = &ManifestLog{Name: logEntry(t.ID), Bytes: size, SHA256: sum}
 		}
@@ -97,17 +138,21 @@ func (e *Engine) spool(ctx context.Context, graphID string) (store.Artifact, err
 	final := ArtifactPath(artifactsDir, graphID)
 	tmp, err := os.CreateTemp(artifactsDir, tempPrefix+e.RunnerID()+"-"+graphID+"-*")
 	if err != nil {
-		return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, err)
+		return store.Artifact{}, err
 	}
 	defer os.Remove(tmp.Name()) // a no-op after the rename
 	sum := sha256.New()
 	counter := &countingWriter{w: io.MultiWriter(tmp, sum)}
-	gz := gzip.NewWriter(counter)
+	gz, err := gzip.NewWriterLevel(counter, archiveLevel)
+	if err != nil {
+		tmp.Close()
+		return store.Artifact{}, err
+	}
 	tw := tar.NewWriter(gz)
 	mtime := *snap.Graph.FinishedAt
 	if err := writeEntry(tw, "manifest.json", int64(len(manifest)), mtime, strings.NewReader(string(manifest))); err != nil {
 		tmp.Close()
-		return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, err)
+		return store.Artifact{}, err
 	}
 	for i, path := range logs {
 		if path == "" {
@@ -115,7 +160,7 @@ func (e *Engine) spool(ctx context.Context, graphID string) (store.Artifact, err
 		}
 		if err := copyLog(ctx, tw, logEntry(snap.Tasks[i].ID), path, m.Tasks[i].Log.Bytes, mtime); err != nil {
 			tmp.Close()
-			return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, err)
+			return store.Artifact{}, err
 		}
 	}
 	err = errors.Join(tw.Close(), gz.Close())
@@ -132,13 +177,9 @@ func (e *Engine) spool(ctx context.Context, graphID string) (store.Artifact, err
 		err = syncDir(artifactsDir)
 	}
 	if err != nil {
-		return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, err)
-	}
-	a := store.Artifact{GraphID: graphID, Path: final, Bytes: counter.n, SHA256: hex.EncodeToString(sum.Sum(nil)), CreatedAt: time.Now().UTC()}
-	if err := e.cfg.DB.RecordArtifact(ctx, a); err != nil {
 		return store.Artifact{}, err
 	}
-	return a, nil
+	return store.Artifact{GraphID: graphID, Path: final, Bytes: counter.n, SHA256: hex.EncodeToString(sum.Sum(nil)), CreatedAt: time.Now().UTC()}, nil
 }
 
 // copyLog adds a log to the archive as the size the manifest recorded: a log that grew

@@ -37,6 +37,33 @@ type writeQueue struct {
 	items  []writeItem
 	closed bool
 	ready  chan struct{} // holds a token while there is something to take
+	// disowned holds the graphs whose state writes the store ignored because another
+	// runner owns them now (store.UpdateOwnedTasks). A task is recorded running before it
+	// starts (scheduleLocked), so spawn learns from here, without asking the store again,
+	// whether the write that let it start was accepted. Only adopted graphs enter it; it
+	// is not pruned.
+	disowned map[string]bool
+}
+
+func (q *writeQueue) disown(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.disowned == nil {
+		q.disowned = map[string]bool{}
+	}
+	for _, id := range ids {
+		q.disowned[id] = true
+	}
+}
+
+// isDisowned reports whether the store refused a state of graph id for this runner.
+func (q *writeQueue) isDisowned(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.disowned[id]
 }
 
 func newWriteQueue() *writeQueue { return &writeQueue{ready: make(chan struct{}, 1)} }
@@ -182,7 +209,9 @@ func (e *Engine) commit(batch []writeItem) error {
 	}
 	e.epochMu.RLock()
 	defer e.epochMu.RUnlock()
-	return e.cfg.DB.UpdateTasks(e.writeCtx, e.epoch, updates)
+	disowned, err := e.cfg.DB.UpdateOwnedTasks(e.writeCtx, e.epoch, updates)
+	e.writes.disown(disowned) // before settle closes the barriers that wait for this batch
+	return err
 }
 
 // settle does what follows a batch's commit: whoever waits on its graphs is woken, its

@@ -3,8 +3,23 @@ package tools
 import (
 	"context"
 	"io"
+	"os"
+	"runtime/debug"
 	"time"
 )
+
+// memoryLimit is the Go runtime's soft memory limit for a server process (Serve): one
+// process runs per client, most of its life idle, and a burst of terminal output (a read
+// cleans up to a whole ring buffer) should not leave it holding twice its live heap, as
+// the garbage collector's default pacing allows. Soft: a process that needs more gets it,
+// with the collector's CPU capped by the runtime. GOMEMLIMIT, when set, wins.
+const memoryLimit = 32 << 20
+
+func setMemoryLimit() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
+	}
+}
 
 // shutdownTimeout bounds a clean shutdown. MCP clients close stdin, wait a few seconds, then
 // send SIGTERM and later SIGKILL: everything we must record happens well inside that.
@@ -18,6 +33,7 @@ const shutdownTimeout = 5 * time.Second
 // can within abortTimeout (Server.Abort) and returns ErrAborted at once, leaving the
 // shutdown unfinished: the caller is to exit next.
 func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
+	setMemoryLimit()
 	srv, err := New(ctx, cfg)
 	if err != nil {
 		return err

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package tasks
+
+// lowerThreadPriority does nothing here: elsewhere a nice value is the whole process's, and
+// the server must not slow its own answers. Archiving relies on its fast, low level alone.
+func lowerThreadPriority() {}
