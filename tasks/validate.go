@@ -427,7 +427,7 @@ func closestIDs(dep string, tasks []TaskSpec) []string {
 		if id == dep || len(id)-len(dep) > limit || len(dep)-len(id) > limit {
 			continue
 		}
-		if d := editDistance(lower, strings.ToLower(id)); d <= limit {
+		if d := EditDistance(lower, strings.ToLower(id)); d <= limit {
 			found = append(found, match{id, d, i})
 		}
 	}
@@ -439,9 +439,10 @@ func closestIDs(dep string, tasks []TaskSpec) []string {
 	return ids
 }
 
-// editDistance is the optimal-string-alignment distance between a and b: insertions,
-// deletions, substitutions and swaps of adjacent bytes, the usual typing mistakes.
-func editDistance(a, b string) int {
+// EditDistance is the optimal-string-alignment distance between a and b: insertions,
+// deletions, substitutions and swaps of adjacent bytes, the usual typing mistakes. The
+// engine suggests task ids by it, and the tools suggest argument names by the same.
+func EditDistance(a, b string) int {
 	// Three rows of the dynamic-programming table: two back, one back, current.
 	prev2 := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)

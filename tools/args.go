@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-harness/mcp-harness/internal/quote"
+	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
 // decodeArgs decodes a tool call's arguments into dst, a pointer to an args struct whose
@@ -271,7 +272,7 @@ func closest(name string, names []string) string {
 	}
 	best, bestD := "", 3
 	for _, n := range names {
-		if d := editDistance(lower, strings.ToLower(n)); d < bestD && d < len(name)/2+1 {
+		if d := tasks.EditDistance(lower, strings.ToLower(n)); d < bestD && d < len(name)/2+1 {
 			best, bestD = n, d
 		}
 	}
@@ -286,26 +287,6 @@ func subsequence(a, b string) bool {
 		}
 	}
 	return a == ""
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // maxGraceMs bounds tasks_cancel's graceMs (shell_close's bound is pty.MaxGrace).
