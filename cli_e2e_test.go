@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"debug/buildinfo"
 	"encoding/json"
 	"os"
@@ -238,26 +237,7 @@ func TestOperator_LogsFollowGraph(t *testing.T) {
 		map[string]any{"id": "build", "command": "echo compiling; while [ ! -e gate ]; do sleep 0.02; done; echo built"},
 		map[string]any{"id": "unit-tests", "command": "echo ran 3; exit 5", "dependsOn": []string{"build"}},
 	}})
-	cmd := exec.Command(binPath, "tasks", "logs", "-f", "--exit-status", g, "--workspace", ws)
-	cmd.Env = append(os.Environ(), runEnv...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
-	lines := make(chan string, 10)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
+	cmd, lines, stderr := followBinary(t, "tasks", "logs", "-f", "--exit-status", g, "--workspace", ws)
 	if line := nextLine(t, lines); line != "build      | compiling" {
 		t.Fatalf("first line = %q, want build's, after its name", line)
 	}
@@ -272,10 +252,8 @@ func TestOperator_LogsFollowGraph(t *testing.T) {
 			t.Errorf("line = %q, want %q", line, want)
 		}
 	}
-	if line, open := <-lines; open {
-		t.Errorf("more output after the graph ended: %q", line)
-	}
-	err = cmd.Wait()
+	noMoreLines(t, lines, "the graph ended")
+	err := cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 1 {
 		t.Errorf("logs -f --exit-status of a failed graph: exit %d (%v), want 1", code, err)
 	}

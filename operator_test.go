@@ -356,14 +356,42 @@ func TestOperator_LogsFollow(t *testing.T) {
 		map[string]any{"id": "gated", "command": "echo before; while [ ! -e gate ]; do sleep 0.02; done; echo after; exit 4"},
 		map[string]any{"id": "next", "command": "echo next ran", "dependsOn": []string{"gated"}},
 	}})
-	cmd := exec.Command(binPath, "tasks", "logs", "--follow", g, "gated", "--workspace", ws)
+	cmd, lines, stderr := followBinary(t, "tasks", "logs", "--follow", g, "gated", "--workspace", ws)
+	if line := nextLine(t, lines); line != "before" {
+		t.Fatalf("first line followed = %q, want before", line)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "gate"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if line := nextLine(t, lines); line != "after" {
+		t.Errorf("second line followed = %q, want after", line)
+	}
+	noMoreLines(t, lines, "the task ended")
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("logs -f of a failing task: %v, want exit 0 (the log was followed to its end)", err)
+	}
+	if !strings.Contains(stderr.String(), "task gated failed (exit 4)") {
+		t.Errorf("stderr = %q, want how the task ended", stderr.String())
+	}
+	// next was skipped when gated failed: following it ends at once with nothing.
+	out = runBinary(t, nil, "tasks", "logs", "-f", g, "next", "--workspace", ws)
+	if out.code != 0 || out.stdout != "" || !strings.Contains(out.stderr, "task next skipped: dependency gated failed") {
+		t.Errorf("logs -f of a skipped task = %+v", out)
+	}
+}
+
+// followBinary starts the built binary with args and hands its stdout over line by line
+// as it comes; the channel closes when stdout does. The process is killed at cleanup.
+func followBinary(t *testing.T, args ...string) (*exec.Cmd, <-chan string, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(binPath, args...)
 	cmd.Env = append(os.Environ(), runEnv...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -376,28 +404,20 @@ func TestOperator_LogsFollow(t *testing.T) {
 			lines <- sc.Text()
 		}
 	}()
-	if line := nextLine(t, lines); line != "before" {
-		t.Fatalf("first line followed = %q, want before", line)
-	}
-	if err := os.WriteFile(filepath.Join(ws, "gate"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if line := nextLine(t, lines); line != "after" {
-		t.Errorf("second line followed = %q, want after", line)
-	}
-	if line, open := <-lines; open {
-		t.Errorf("more output after the task ended: %q", line)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("logs -f of a failing task: %v, want exit 0 (the log was followed to its end)", err)
-	}
-	if !strings.Contains(stderr.String(), "task gated failed (exit 4)") {
-		t.Errorf("stderr = %q, want how the task ended", stderr.String())
-	}
-	// next was skipped when gated failed: following it ends at once with nothing.
-	out = runBinary(t, nil, "tasks", "logs", "-f", g, "next", "--workspace", ws)
-	if out.code != 0 || out.stdout != "" || !strings.Contains(out.stderr, "task next skipped: dependency gated failed") {
-		t.Errorf("logs -f of a skipped task = %+v", out)
+	return cmd, lines, stderr
+}
+
+// noMoreLines fails unless lines ends, within e2eWait, without another line: a follow
+// that does not stop when what it follows ended is a failure, not a hang.
+func noMoreLines(t *testing.T, lines <-chan string, ended string) {
+	t.Helper()
+	select {
+	case line, open := <-lines:
+		if open {
+			t.Errorf("more output after %s: %q", ended, line)
+		}
+	case <-time.After(e2eWait):
+		t.Fatalf("logs -f still runs %v after %s", e2eWait, ended)
 	}
 }
 
