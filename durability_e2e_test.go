@@ -23,10 +23,7 @@ import (
 
 func checkIntegrity(t *testing.T, ws string) {
 	t.Helper()
-	db, err := store.Open(t.Context(), filepath.Join(ws, store.StateDirName, store.DBFileName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openStore(t, ws)
 	defer db.Close()
 	if res, err := db.IntegrityCheck(t.Context()); err != nil || res != "ok" {
 		t.Errorf("PRAGMA integrity_check = %q, %v", res, err)
@@ -89,10 +86,7 @@ func TestE2E_CleanShutdownArchives(t *testing.T) {
 	}
 	waitGone(t, pid)
 
-	db, err := store.Open(t.Context(), filepath.Join(ws, store.StateDirName, store.DBFileName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openStore(t, ws)
 	defer db.Close()
 	a, err := db.GetArtifact(t.Context(), graphID)
 	if err != nil {

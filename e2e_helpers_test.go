@@ -19,6 +19,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/mcp-harness/mcp-harness/internal/schematest"
+	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
@@ -340,4 +341,15 @@ func shortText(s string, n int) string {
 		return s
 	}
 	return s[:n] + "... (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// openStore opens the store of workspace ws as another process would (the caller closes
+// it): what a later server, the operator CLI or a person with sqlite3 finds.
+func openStore(t *testing.T, ws string) *store.DB {
+	t.Helper()
+	db, err := store.Open(t.Context(), filepath.Join(ws, store.StateDirName, store.DBFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

@@ -326,10 +326,7 @@ func TestParseByteSize(t *testing.T) {
 
 func listRunners(t *testing.T, ws string) []store.Runner {
 	t.Helper()
-	db, err := store.Open(t.Context(), filepath.Join(ws, store.StateDirName, store.DBFileName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openStore(t, ws)
 	defer db.Close()
 	rs, err := db.ListRunners(t.Context())
 	if err != nil {

@@ -20,10 +20,7 @@ import (
 // operator CLI or a person with sqlite3 would find.
 func storedTasks(t *testing.T, ws, graphID string) map[string]store.TaskRow {
 	t.Helper()
-	db, err := store.Open(t.Context(), filepath.Join(ws, store.StateDirName, store.DBFileName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openStore(t, ws)
 	defer db.Close()
 	rows, err := db.GraphTasks(t.Context(), graphID)
 	if err != nil {

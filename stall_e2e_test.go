@@ -19,10 +19,7 @@ var fastLease = []string{"--lease", "2s", "--stale-after", "2s"}
 // ownerOf is the runner that owns a graph now, as the store has it.
 func ownerOf(t *testing.T, ws, graphID string) store.Runner {
 	t.Helper()
-	db, err := store.Open(t.Context(), filepath.Join(ws, store.StateDirName, store.DBFileName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openStore(t, ws)
 	defer db.Close()
 	g, err := db.GetGraph(t.Context(), graphID)
 	if err != nil {
