@@ -88,8 +88,9 @@ func tame(e *vt.Emulator) bool {
 	v := reflect.ValueOf(e).Elem()
 	scrs := v.FieldByName("scrs")
 	parser := v.FieldByName("parser")
-	if scrs.Kind() != reflect.Array || scrs.Type().Elem() != reflect.TypeFor[vt.Screen]() ||
-		parser.Type() != reflect.TypeFor[*ansi.Parser]() {
+	if !scrs.IsValid() || !parser.IsValid() || // a field renamed or gone
+		scrs.Kind() != reflect.Array || scrs.Type().Elem() != reflect.TypeFor[vt.Screen]() ||
+		parser.Type() != reflect.TypeFor[*ansi.Parser]() || parser.IsNil() {
 		e.SetScrollbackSize(1)
 		return false
 	}
