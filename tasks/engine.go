@@ -25,7 +25,9 @@ package tasks
 //	schedule.go  the in-memory graphs and tasks; picking what runs next; how a task's end
 //	             carries through its graph (ready, skipped, dropped)
 //	process.go   one attempt as a process: spawn, timeout, stop, reap, outcome
+//	forker.go    the one thread every task is forked from
 //	writer.go    the write queue and the goroutine that commits it to the store
+//	prelog.go    task logs created ahead of their starts, on a goroutine of their own
 //	cancel.go    Cancel, of this runner's graphs and (via the store) of others'
 //	remote.go    what reaches this runner through the store: cancel requests, reconcile,
 //	             archiving and retention
@@ -130,6 +132,9 @@ const DefaultRetention = 7 * 24 * time.Hour
 //     still queue states (a cancel request), so Close waits for it before closing writes.
 //   - writer tracks writeLoop, which ends once writes is closed and drained: after it,
 //     every state is in the store.
+//   - prepDone tracks prepLoop (prelog.go), which ends once preps is closed and drained.
+//   - forkDone tracks forkLoop (forker.go), which starts every task's process and ends
+//     once forks is closed, after every task has been reaped.
 type Engine struct {
 	*Reader
 	cfg   Config
@@ -144,6 +149,10 @@ type Engine struct {
 	closed  bool
 
 	writes   *writeQueue
+	preps    *prepQueue       // logs to create ahead of their tasks (prelog.go)
+	prepDone sync.WaitGroup   // prepLoop
+	forks    chan forkRequest // to forkLoop, which starts every task (forker.go)
+	forkDone sync.WaitGroup   // forkLoop
 	changes  *notifier
 	stopBG   context.CancelFunc
 	bg       sync.WaitGroup // watchLoop, spoolLoop, leaseLoop
@@ -214,6 +223,8 @@ func NewEngine(cfg Config) *Engine {
 		env:     mergeEnv(os.Environ(), taskDefaults),
 		graphs:  map[string]*graph{},
 		writes:  newWriteQueue(),
+		preps:   newPrepQueue(),
+		forks:   make(chan forkRequest),
 		spoolq:  make(chan string, 1024),
 		changes: newNotifier(),
 		abandon: make(chan struct{}),
@@ -229,6 +240,10 @@ func NewEngine(cfg Config) *Engine {
 	e.writeCtx, e.cancelWrites = context.WithCancel(context.Background())
 	e.writer.Add(1)
 	go e.writeLoop()
+	e.prepDone.Add(1)
+	go e.prepLoop()
+	e.forkDone.Add(1)
+	go e.forkLoop()
 	bg, stop := context.WithCancel(context.Background())
 	e.stopBG = stop
 	e.bg.Go(func() { e.watchLoop(bg) })
@@ -277,7 +292,20 @@ func (e *Engine) Close(ctx context.Context) error {
 		e.mu.Unlock()
 		<-done
 	}
+	// Every task is reaped: the forker's thread may end (forker.go).
+	close(e.forks)
+	e.forkDone.Wait()
+	// Every start is over: no graph holds its directories open any more (dirs.go). A
+	// graph ends, and closes them, once its last task does; this is for one that did not.
+	e.mu.Lock()
+	for _, g := range e.order {
+		g.dirs.close()
+	}
+	e.mu.Unlock()
 	e.bg.Wait()
+	// Nothing queues logs to prepare or remove from here on; prepLoop finishes the
+	// removals queued (see prelog.go) while the writer finishes.
+	e.preps.close()
 	e.writes.close()
 	writerDone := make(chan struct{})
 	go func() { e.writer.Wait(); close(writerDone) }()
@@ -294,6 +322,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		}
 	}
 	e.cancelWrites()
+	e.prepDone.Wait()
 	e.changes.closeAll()
 	// Archive what finished and is not archived yet, as far as the time allows; what does
 	// not fit is archived by the next runner to start, so running out of time is no error.

@@ -120,7 +120,9 @@ func (e *Engine) archive(ctx context.Context, snap Snapshot) (store.Artifact, er
 		// are hashed before they are compressed (from the page cache the second time).
 		size, sum, err := hashFile(path)
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, fs.ErrNotExist), err == nil && size == 0 && t.Attempt == 0:
+			// A task that never started has no log, even if one was created for it ahead
+			// of a start that did not come (prelog.go).
 			path = ""
 		case err != nil:
 			return store.Artifact{}, err
