@@ -25,7 +25,6 @@ package tasks
 //	schedule.go  the in-memory graphs and tasks; picking what runs next; how a task's end
 //	             carries through its graph (ready, skipped, dropped)
 //	process.go   one attempt as a process: spawn, timeout, stop, reap, outcome
-//	forker.go    the one thread every task is forked from
 //	writer.go    the write queue and the goroutine that commits it to the store
 //	prelog.go    task logs created ahead of their starts, on a goroutine of their own
 //	cancel.go    Cancel, of this runner's graphs and (via the store) of others'
@@ -133,8 +132,8 @@ const DefaultRetention = 7 * 24 * time.Hour
 //   - writer tracks writeLoop, which ends once writes is closed and drained: after it,
 //     every state is in the store.
 //   - prepDone tracks prepLoop (prelog.go), which ends once preps is closed and drained.
-//   - forkDone tracks forkLoop (forker.go), which starts every task's process and ends
-//     once forks is closed, after every task has been reaped.
+//   - archDone tracks archiveLoop (spool.go), which ends at the end of Close, after every
+//     task has been reaped: its thread ends with it.
 type Engine struct {
 	*Reader
 	cfg   Config
@@ -149,18 +148,22 @@ type Engine struct {
 	closed  bool
 
 	writes   *writeQueue
-	preps    *prepQueue       // logs to create ahead of their tasks (prelog.go)
-	prepDone sync.WaitGroup   // prepLoop
-	forks    chan forkRequest // to forkLoop, which starts every task (forker.go)
-	forkDone sync.WaitGroup   // forkLoop
-	changes  *notifier
-	stopBG   context.CancelFunc
-	bg       sync.WaitGroup // watchLoop, spoolLoop, leaseLoop
-	spoolq   chan string    // finished graphs to archive
-	waiters  sync.WaitGroup // one per running process
-	inflight sync.WaitGroup // Submits past their closed check
-	writer   sync.WaitGroup
-	wrote    chan struct{} // closed when writeLoop ends
+	preps    *prepQueue     // logs to create ahead of their tasks (prelog.go)
+	prepDone sync.WaitGroup // prepLoop
+	// The archiver's goroutine and its queue (spool.go): started at the first archive,
+	// stopped at the end of Close (archClosed); archMu guards archq and archClosed.
+	archMu     sync.Mutex
+	archq      chan archiveRequest
+	archClosed bool
+	archDone   sync.WaitGroup
+	changes    *notifier
+	stopBG     context.CancelFunc
+	bg         sync.WaitGroup // watchLoop, spoolLoop, leaseLoop
+	spoolq     chan string    // finished graphs to archive
+	waiters    sync.WaitGroup // one per running process
+	inflight   sync.WaitGroup // Submits past their closed check
+	writer     sync.WaitGroup
+	wrote      chan struct{} // closed when writeLoop ends
 
 	// abandon is closed when the shutdown begins: a task still waiting for its running
 	// state to be recorded is then not started (see launchAll). giveUp is closed when the
@@ -224,7 +227,6 @@ func NewEngine(cfg Config) *Engine {
 		graphs:  map[string]*graph{},
 		writes:  newWriteQueue(),
 		preps:   newPrepQueue(),
-		forks:   make(chan forkRequest),
 		spoolq:  make(chan string, 1024),
 		changes: newNotifier(),
 		abandon: make(chan struct{}),
@@ -242,8 +244,6 @@ func NewEngine(cfg Config) *Engine {
 	go e.writeLoop()
 	e.prepDone.Add(1)
 	go e.prepLoop()
-	e.forkDone.Add(1)
-	go e.forkLoop()
 	bg, stop := context.WithCancel(context.Background())
 	e.stopBG = stop
 	e.bg.Go(func() { e.watchLoop(bg) })
@@ -292,9 +292,6 @@ func (e *Engine) Close(ctx context.Context) error {
 		e.mu.Unlock()
 		<-done
 	}
-	// Every task is reaped: the forker's thread may end (forker.go).
-	close(e.forks)
-	e.forkDone.Wait()
 	// Every start is over: no graph holds its directories open any more (dirs.go). A
 	// graph ends, and closes them, once its last task does; this is for one that did not.
 	e.mu.Lock()
@@ -329,6 +326,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	if err := e.spoolUnspooled(ctx, true); err != nil {
 		e.log.Warn("archiving at shutdown left work for the next start", "err", err)
 	}
+	e.stopArchiver()
 	return nil
 }
 

@@ -133,13 +133,13 @@ func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
 	if argv := directArgv(t.row.Command); argv != nil && !hasKey(t.row.Env, "PATH") {
 		if cmd := directCommand(argv); cmd != nil {
 			prepare(cmd).Env = append(env[:len(env):len(env)], "PWD="+dirPath)
-			if e.startCmd(cmd) == nil {
+			if cmd.Start() == nil {
 				return cmd, nil
 			}
 		}
 	}
 	cmd := prepare(exec.Command(e.shell, "-c", t.row.Command))
-	if err := e.startCmd(cmd); err != nil {
+	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot start: %v", err)
 	}
 	return cmd, nil
