@@ -157,6 +157,7 @@ type Engine struct {
 	archClosed bool
 	archDone   sync.WaitGroup
 	changes    *notifier
+	finishes   *notifier // fired once a graph of this runner has finished and is written
 	stopBG     context.CancelFunc
 	bg         sync.WaitGroup // watchLoop, spoolLoop, leaseLoop
 	spoolq     chan string    // finished graphs to archive
@@ -223,19 +224,20 @@ func NewEngine(cfg Config) *Engine {
 	e := &Engine{
 		Reader: NewReader(cfg.DB, cfg.Workspace),
 		cfg:    cfg, log: cfg.Logger, shell: shell,
-		env:     mergeEnv(os.Environ(), taskDefaults),
-		graphs:  map[string]*graph{},
-		writes:  newWriteQueue(),
-		preps:   newPrepQueue(),
-		spoolq:  make(chan string, 1024),
-		changes: newNotifier(),
-		abandon: make(chan struct{}),
-		giveUp:  make(chan struct{}),
-		wrote:   make(chan struct{}),
-		started: make(chan struct{}),
-		idle:    make(chan struct{}),
-		lost:    make(chan struct{}),
-		epoch:   cfg.RunnerID,
+		env:      mergeEnv(os.Environ(), taskDefaults),
+		graphs:   map[string]*graph{},
+		writes:   newWriteQueue(),
+		preps:    newPrepQueue(),
+		spoolq:   make(chan string, 1024),
+		changes:  newNotifier(),
+		finishes: newNotifier(),
+		abandon:  make(chan struct{}),
+		giveUp:   make(chan struct{}),
+		wrote:    make(chan struct{}),
+		started:  make(chan struct{}),
+		idle:     make(chan struct{}),
+		lost:     make(chan struct{}),
+		epoch:    cfg.RunnerID,
 		// The runner was registered (or renewed) just before the engine starts.
 		renewedAt: time.Now(),
 	}
@@ -321,6 +323,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.cancelWrites()
 	e.prepDone.Wait()
 	e.changes.closeAll()
+	e.finishes.closeAll()
 	// Archive what finished and is not archived yet, as far as the time allows; what does
 	// not fit is archived by the next runner to start, so running out of time is no error.
 	if err := e.spoolUnspooled(ctx, true); err != nil {

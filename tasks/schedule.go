@@ -275,6 +275,9 @@ func (e *Engine) forgetLocked(g *graph) {
 			break
 		}
 	}
+	// Its waiters re-read it, find another owner and poll the store from then on.
+	e.changes.fire(g.row.ID)
+	e.finishes.fire(g.row.ID)
 }
 
 func (e *Engine) dropLocked(g *graph) {

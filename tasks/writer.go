@@ -233,6 +233,7 @@ func (e *Engine) settle(batch []writeItem, written bool) {
 		case it.barrier != nil:
 			close(it.barrier)
 		case it.finished != "" && written:
+			e.finishes.fire(it.finished)
 			select {
 			case e.spoolq <- it.finished:
 			default: // a full queue: the next sweep finds the graph unarchived
