@@ -48,7 +48,9 @@ import (
 //	             and no logs: what the engine must at least pay
 //
 // The figure that matters is a ratio of two runners of the same run (the machine is
-// shared and noisy): engine ÷ make-shell.
+// shared and noisy): engine ÷ make-shell. Every runner also reports ms/task; the engine
+// reports cpu-ms/task too, its own CPU (not its children's) per task, which the machine's
+// load moves far less than the time, so it compares two builds of the engine best.
 
 // benchSlots is the parallelism of every runner.
 const benchSlots = 2
