@@ -1,8 +1,10 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"github.com/mcp-harness/mcp-harness/internal/quote"
@@ -55,6 +57,37 @@ func (d *Dir) ExecPath() string { return d.exec }
 
 // Close releases the directory. Call it once the process has started.
 func (d *Dir) Close() error { return d.f.Close() }
+
+// ErrDirChanged is returned by Recheck when the Dir can no longer stand for the directory:
+// open it again (OpenDir), which checks it from scratch and says what is wrong, if anything.
+var ErrDirChanged = errors.New("the directory changed since it was opened")
+
+// Recheck checks again a Dir that OpenDir(dir) returned earlier, for a process to start in
+// it now, as OpenDir(dir) would check it: dir must still name the directory held open, and
+// that directory must still be inside the workspace and outside its state. It returns the
+// directory's path as checked (for PWD and records; Dir.Path is what it was when opened).
+// A directory renamed or replaced since, or anything Recheck cannot tell cheaply, is
+// ErrDirChanged or a confinement error. It costs a few system calls where OpenDir costs a
+// few dozen, and is safe to call from several goroutines at once, so a caller starting
+// many processes in one directory can hold it open between them. ExecPath stays valid:
+// the child enters the directory held open, whose place was checked here.
+func (ws *Workspace) Recheck(d *Dir, dir string) (string, error) {
+	p := dir
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(ws.Root, p)
+	}
+	// Clean removes every "..", so the kernel's walk below (which follows symlinks, as
+	// Confine's EvalSymlinks does) resolves p as Confine would.
+	now, err := os.Stat(filepath.Clean(p))
+	if err != nil {
+		return "", ErrDirChanged
+	}
+	held, err := d.f.Stat()
+	if err != nil || !os.SameFile(held, now) {
+		return "", ErrDirChanged
+	}
+	return ws.recheck(d, dir)
+}
 
 // pinByPath is pin where the open directory cannot be named: it checks that the path
 // still resolves inside the workspace, to the directory that was opened, and has the child

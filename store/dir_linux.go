@@ -20,3 +20,19 @@ func (ws *Workspace) pin(d *Dir, dir string) error {
 	d.Path, d.exec = real, link
 	return nil
 }
+
+// recheck is the last step of Recheck: where the held directory is now, as the kernel
+// names it, checked as pin checks it.
+func (ws *Workspace) recheck(d *Dir, dir string) (string, error) {
+	if d.exec == d.Path { // pinned by path: no name for the open directory to read
+		return "", ErrDirChanged
+	}
+	real, err := os.Readlink(d.exec)
+	if err != nil {
+		return "", ErrDirChanged
+	}
+	if err := ws.check(dir, real); err != nil {
+		return "", err
+	}
+	return real, nil
+}

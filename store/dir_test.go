@@ -84,3 +84,70 @@ func TestWorkspace_OpenDirRefuses(t *testing.T) {
 		}
 	}
 }
+
+// Recheck vouches for a directory held open only while its path still leads to it: one
+// renamed away, or replaced (by a new directory or a symlink out of the workspace), must
+// be opened afresh.
+func TestWorkspace_Recheck(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	ws, err := OpenWorkspace(WorkspaceConfig{Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(ws.Root, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := ws.OpenDir("sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := os.Stat("/proc/self/fd"); err != nil || runtime.GOOS != "linux" {
+		if _, err := ws.Recheck(d, "sub"); !errors.Is(err, ErrDirChanged) {
+			t.Errorf("Recheck without /proc = %v, want ErrDirChanged (always open afresh)", err)
+		}
+		return
+	}
+	for _, cwd := range []string{"sub", sub} {
+		if got, err := ws.Recheck(d, cwd); err != nil || got != sub {
+			t.Errorf("Recheck(%q) unchanged = %q, %v; want %q", cwd, got, err, sub)
+		}
+	}
+	if err := os.Rename(sub, sub+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.Recheck(d, "sub"); !errors.Is(err, ErrDirChanged) {
+		t.Errorf("Recheck after a rename = %v, want ErrDirChanged", err)
+	}
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.Recheck(d, "sub"); !errors.Is(err, ErrDirChanged) {
+		t.Errorf("Recheck of a directory made anew = %v, want ErrDirChanged", err)
+	}
+	if err := os.Remove(sub); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, sub); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.Recheck(d, "sub"); !errors.Is(err, ErrDirChanged) {
+		t.Errorf("Recheck of a symlink out = %v, want ErrDirChanged", err)
+	}
+	// The held directory itself moved out of the workspace, and the path made to lead to
+	// it there: refused by the check of where it is.
+	if err := os.Remove(sub); err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(outside, "moved")
+	if err := os.Rename(sub+".old", moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moved, sub); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.Recheck(d, "sub"); !errors.Is(err, ErrOutsideWorkspace) {
+		t.Errorf("Recheck of the held directory moved out = %v, want ErrOutsideWorkspace", err)
+	}
+}

@@ -137,6 +137,7 @@ func (e *Engine) Claim(ctx context.Context, graphID, from string) error {
 	e.epochMu.RUnlock()
 	go e.launchAll(next)
 	e.changes.fire(graphID)
+	e.finishes.fire(graphID) // a wait on it may now wait for this runner's finish
 	return nil
 }
 

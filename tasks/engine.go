@@ -26,6 +26,7 @@ package tasks
 //	             carries through its graph (ready, skipped, dropped)
 //	process.go   one attempt as a process: spawn, timeout, stop, reap, outcome
 //	writer.go    the write queue and the goroutine that commits it to the store
+//	prelog.go    task logs created ahead of their starts, on a goroutine of their own
 //	cancel.go    Cancel, of this runner's graphs and (via the store) of others'
 //	remote.go    what reaches this runner through the store: cancel requests, reconcile,
 //	             archiving and retention
@@ -130,6 +131,9 @@ const DefaultRetention = 7 * 24 * time.Hour
 //     still queue states (a cancel request), so Close waits for it before closing writes.
 //   - writer tracks writeLoop, which ends once writes is closed and drained: after it,
 //     every state is in the store.
+//   - prepDone tracks prepLoop (prelog.go), which ends once preps is closed and drained.
+//   - archDone tracks archiveLoop (spool.go), which ends at the end of Close, after every
+//     task has been reaped: its thread ends with it.
 type Engine struct {
 	*Reader
 	cfg   Config
@@ -144,14 +148,23 @@ type Engine struct {
 	closed  bool
 
 	writes   *writeQueue
-	changes  *notifier
-	stopBG   context.CancelFunc
-	bg       sync.WaitGroup // watchLoop, spoolLoop, leaseLoop
-	spoolq   chan string    // finished graphs to archive
-	waiters  sync.WaitGroup // one per running process
-	inflight sync.WaitGroup // Submits past their closed check
-	writer   sync.WaitGroup
-	wrote    chan struct{} // closed when writeLoop ends
+	preps    *prepQueue     // logs to create ahead of their tasks (prelog.go)
+	prepDone sync.WaitGroup // prepLoop
+	// The archiver's goroutine and its queue (spool.go): started at the first archive,
+	// stopped at the end of Close (archClosed); archMu guards archq and archClosed.
+	archMu     sync.Mutex
+	archq      chan archiveRequest
+	archClosed bool
+	archDone   sync.WaitGroup
+	changes    *notifier
+	finishes   *notifier // fired once a graph of this runner has finished and is written
+	stopBG     context.CancelFunc
+	bg         sync.WaitGroup // watchLoop, spoolLoop, leaseLoop
+	spoolq     chan string    // finished graphs to archive
+	waiters    sync.WaitGroup // one per running process
+	inflight   sync.WaitGroup // Submits past their closed check
+	writer     sync.WaitGroup
+	wrote      chan struct{} // closed when writeLoop ends
 
 	// abandon is closed when the shutdown begins: a task still waiting for its running
 	// state to be recorded is then not started (see launchAll). giveUp is closed when the
@@ -211,24 +224,28 @@ func NewEngine(cfg Config) *Engine {
 	e := &Engine{
 		Reader: NewReader(cfg.DB, cfg.Workspace),
 		cfg:    cfg, log: cfg.Logger, shell: shell,
-		env:     mergeEnv(os.Environ(), taskDefaults),
-		graphs:  map[string]*graph{},
-		writes:  newWriteQueue(),
-		spoolq:  make(chan string, 1024),
-		changes: newNotifier(),
-		abandon: make(chan struct{}),
-		giveUp:  make(chan struct{}),
-		wrote:   make(chan struct{}),
-		started: make(chan struct{}),
-		idle:    make(chan struct{}),
-		lost:    make(chan struct{}),
-		epoch:   cfg.RunnerID,
+		env:      mergeEnv(os.Environ(), taskDefaults),
+		graphs:   map[string]*graph{},
+		writes:   newWriteQueue(),
+		preps:    newPrepQueue(),
+		spoolq:   make(chan string, 1024),
+		changes:  newNotifier(),
+		finishes: newNotifier(),
+		abandon:  make(chan struct{}),
+		giveUp:   make(chan struct{}),
+		wrote:    make(chan struct{}),
+		started:  make(chan struct{}),
+		idle:     make(chan struct{}),
+		lost:     make(chan struct{}),
+		epoch:    cfg.RunnerID,
 		// The runner was registered (or renewed) just before the engine starts.
 		renewedAt: time.Now(),
 	}
 	e.writeCtx, e.cancelWrites = context.WithCancel(context.Background())
 	e.writer.Add(1)
 	go e.writeLoop()
+	e.prepDone.Add(1)
+	go e.prepLoop()
 	bg, stop := context.WithCancel(context.Background())
 	e.stopBG = stop
 	e.bg.Go(func() { e.watchLoop(bg) })
@@ -277,7 +294,17 @@ func (e *Engine) Close(ctx context.Context) error {
 		e.mu.Unlock()
 		<-done
 	}
+	// Every start is over: no graph holds its directories open any more (dirs.go). A
+	// graph ends, and closes them, once its last task does; this is for one that did not.
+	e.mu.Lock()
+	for _, g := range e.order {
+		g.dirs.close()
+	}
+	e.mu.Unlock()
 	e.bg.Wait()
+	// Nothing queues logs to prepare or remove from here on; prepLoop finishes the
+	// removals queued (see prelog.go) while the writer finishes.
+	e.preps.close()
 	e.writes.close()
 	writerDone := make(chan struct{})
 	go func() { e.writer.Wait(); close(writerDone) }()
@@ -294,12 +321,15 @@ func (e *Engine) Close(ctx context.Context) error {
 		}
 	}
 	e.cancelWrites()
+	e.prepDone.Wait()
 	e.changes.closeAll()
+	e.finishes.closeAll()
 	// Archive what finished and is not archived yet, as far as the time allows; what does
 	// not fit is archived by the next runner to start, so running out of time is no error.
 	if err := e.spoolUnspooled(ctx, true); err != nil {
 		e.log.Warn("archiving at shutdown left work for the next start", "err", err)
 	}
+	e.stopArchiver()
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -152,4 +153,51 @@ func TestReconcile_NoJudgementBySilenceRightAfterALapse(t *testing.T) {
 	te.e.leaseMu.Unlock()
 	te.e.Reconcile(t.Context())
 	wantState(t, te.waitDone(t, g.ID), "a", Succeeded, "")
+}
+
+// A wait for a graph of this runner wakes only when the graph finished (or its owner
+// changed): here the graph is adopted by a peer while the wait runs, this runner lets it
+// go, and the peer finishes it; the wait sees that.
+func TestEngine_WaitFollowsAnAdoptedGraph(t *testing.T) {
+	te := newTestEngine(t, func(c *Config) { c.MaxParallel = 1 })
+	pidFile := filepath.Join(te.dir, "pid")
+	adopted := te.submit(t, Spec{MaxParallel: 1, Tasks: []TaskSpec{
+		tsk("run", "echo $$ > "+pidFile+"; exec sleep 1000"), tsk("queued", "true"),
+	}})
+	te.waitStatus(t, adopted.Graph.ID, "run", Running)
+	waitForPid(t, pidFile)
+	type waited struct {
+		ok  bool
+		err error
+	}
+	done := make(chan waited, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), testWait)
+	defer cancel()
+	go func() {
+		_, ok, err := te.e.Wait(ctx, adopted.Graph.ID, nil, UntilDone)
+		done <- waited{ok, err}
+	}()
+
+	peer, err := te.db.RegisterRunner(t.Context(), "peer", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := te.db.GetRunner(t.Context(), te.e.RunnerID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := te.db.AdoptGraphs(t.Context(), self, peer.ID, CodeRunnerRestarted, "judged gone"); err != nil {
+		t.Fatal(err)
+	}
+	te.submit(t, Spec{Tasks: []TaskSpec{tsk("after", "true")}}) // registers again, lets the adopted graph go
+	// The peer runs what was left and records it.
+	now := time.Now().UTC()
+	zero := 0
+	if err := te.db.UpdateTasks(t.Context(), peer.ID, []store.TaskUpdate{{GraphID: adopted.Graph.ID, TaskID: "queued",
+		TaskState: store.TaskState{Status: string(Succeeded), ExitCode: &zero, Attempt: 1, StartedAt: &now, FinishedAt: &now}}}); err != nil {
+		t.Fatal(err)
+	}
+	if w := <-done; !w.ok || w.err != nil {
+		t.Errorf("Wait on the adopted graph = %v, %v; want it finished", w.ok, w.err)
+	}
 }

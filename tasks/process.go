@@ -102,12 +102,12 @@ func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
 	}
 	// The cwd was checked when the graph was submitted, but the directory may have been
 	// swapped since (by an earlier task, say) for a symlink out of the workspace: check it
-	// again now, and have the child enter the very directory checked.
-	dir, err := e.cfg.Workspace.OpenDir(t.row.Cwd)
+	// again now, and have the child enter the very directory checked (dirs.go).
+	dir, dirPath, release, err := g.dirs.enter(e.cfg.Workspace, t.row.Cwd)
 	if err != nil {
 		return nil, fmt.Errorf("cannot enter the working directory: %v", err)
 	}
-	defer dir.Close() // the child is in it once started
+	defer release() // the child is in it once started
 	logFile, err := os.OpenFile(e.LogPath(g.row.ID, t.row.ID), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the log: %v", err)
@@ -132,7 +132,7 @@ func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
 	// is left to the shell, which reports it as it always did.
 	if argv := directArgv(t.row.Command); argv != nil && !hasKey(t.row.Env, "PATH") {
 		if cmd := directCommand(argv); cmd != nil {
-			prepare(cmd).Env = append(env[:len(env):len(env)], "PWD="+dir.Path)
+			prepare(cmd).Env = append(env[:len(env):len(env)], "PWD="+dirPath)
 			if cmd.Start() == nil {
 				return cmd, nil
 			}

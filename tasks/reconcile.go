@@ -143,6 +143,7 @@ func (e *Engine) reap(ctx context.Context, r store.Runner) error {
 		}
 		e.log.Info("adopted a graph of a gone runner", "graph", to.Graph.ID, "gone", r.ID, "restarted", len(to.Restarted))
 		e.changes.fire(to.Graph.ID)
+		e.finishes.fire(to.Graph.ID)
 	}
 	sessions, err := e.cfg.DB.OpenSessions(ctx, r.ID)
 	if err != nil {

@@ -22,6 +22,8 @@ type graph struct {
 	ready      []*task // pending tasks whose dependencies all succeeded, in the order they became ready
 	running    int
 	unfinished int
+	prepared   int // tasks whose logs are prepared and that have not started (prelog.go)
+	dirs       graphDirs
 }
 
 type task struct {
@@ -37,6 +39,7 @@ type task struct {
 	cancelCode   string
 	timedOut     bool
 	starting     bool // its slot is taken and its process is being started
+	logPrepared  bool // its log is queued to be created ahead of its start (prelog.go)
 }
 
 // firstBlocker returns a dependency that ended without succeeding, if any.
@@ -74,6 +77,7 @@ func (e *Engine) scheduleLocked() []launch {
 		return nil
 	}
 	for _, g := range e.order {
+		first := len(out)
 		for len(g.ready) > 0 && g.running < g.row.MaxParallel && (e.running < e.cfg.MaxParallel || g.running == 0) {
 			t := g.ready[0]
 			g.ready = g.ready[1:]
@@ -90,7 +94,15 @@ func (e *Engine) scheduleLocked() []launch {
 			e.running++
 			e.waiters.Add(1) // Close waits for the start and the wait that follows
 			e.sendLocked(t)
+			e.logStartedLocked(g, t)
 			out = append(out, launch{g: g, t: t})
+		}
+		if len(out) > first {
+			starting := make([]*task, 0, len(out)-first)
+			for _, l := range out[first:] {
+				starting = append(starting, l.t)
+			}
+			e.prepareLogsLocked(g, starting)
 		}
 		// No early exit when the cap is reached: a later graph with nothing running may
 		// still start its one task.
@@ -140,6 +152,8 @@ func (e *Engine) notStarted(g *graph, t *task) {
 	t.row.Attempt--
 	if t.row.Attempt == 0 {
 		t.row.StartedAt = nil
+		// Its log may have been prepared (prelog.go): a task that never started has none.
+		e.preps.push(prepItem{path: e.LogPath(g.row.ID, t.row.ID), remove: true})
 	}
 	e.finishLocked(g, t, outcome{state: Cancelled, code: CodeRunnerShutdown, message: "the server shut down before the task started"})
 }
@@ -248,6 +262,7 @@ func (e *Engine) shutdownGraphLocked(g *graph) {
 // view of the process, say) is killed here, so nothing runs on unobserved.
 func (e *Engine) forgetLocked(g *graph) {
 	g.ready = nil
+	g.dirs.close()
 	for _, t := range g.tasks {
 		if t.cmd != nil {
 			syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
@@ -260,6 +275,9 @@ func (e *Engine) forgetLocked(g *graph) {
 			break
 		}
 	}
+	// Its waiters re-read it, find another owner and poll the store from then on.
+	e.changes.fire(g.row.ID)
+	e.finishes.fire(g.row.ID)
 }
 
 func (e *Engine) dropLocked(g *graph) {
@@ -267,6 +285,7 @@ func (e *Engine) dropLocked(g *graph) {
 		return
 	}
 	delete(e.graphs, g.row.ID)
+	g.dirs.close()
 	e.idleIfDoneLocked()
 	// The graph is archived once its last state is in the store: a marker queued behind
 	// that state tells the writer (see writeLoop).

@@ -80,20 +80,8 @@ func (e *Engine) spool(ctx context.Context, graphID string) (store.Artifact, err
 	if snap.Graph.FinishedAt == nil {
 		return store.Artifact{}, fmt.Errorf("spool %s: the graph has not finished", graphID)
 	}
-	type result struct {
-		a   store.Artifact
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		// The goroutine keeps its thread to itself and ends without giving it back, so the
-		// runtime retires the thread with its lowered priority instead of reusing it.
-		runtime.LockOSThread()
-		lowerThreadPriority()
-		a, err := e.archive(ctx, snap)
-		done <- result{a, err}
-	}()
-	r := <-done
+	var r archiveResult
+	r.a, r.err = e.archiveLow(ctx, snap)
 	if r.err != nil {
 		return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, r.err)
 	}
@@ -101,6 +89,68 @@ func (e *Engine) spool(ctx context.Context, graphID string) (store.Artifact, err
 		return store.Artifact{}, err
 	}
 	return r.a, nil
+}
+
+// The archiver: one goroutine per engine, locked to its thread at the lowest priority
+// for the engine's life, that writes the archives one at a time. A lowered priority
+// cannot be raised again without privilege, so the thread must never run anything else:
+// the goroutine keeps it locked and ends without unlocking it, so the runtime retires the
+// thread. It ends only at the end of Close, after every task has been reaped, and that
+// matters: a task runs with Pdeathsig (taskProcAttr), which Linux sends when the thread
+// that forked the task ends, not the process, and the thread the archiver locked may
+// have forked tasks before. (Retiring a thread per archive killed running tasks.)
+
+type archiveRequest struct {
+	ctx  context.Context
+	snap Snapshot
+	done chan archiveResult
+}
+
+type archiveResult struct {
+	a   store.Artifact
+	err error
+}
+
+// archiveLow writes the archive of snap on the archiver's thread, starting the archiver
+// at the first call. After Close (a test spooling a closed engine's graphs) it writes it
+// on the caller's thread, at normal priority.
+func (e *Engine) archiveLow(ctx context.Context, snap Snapshot) (store.Artifact, error) {
+	done := make(chan archiveResult, 1)
+	e.archMu.Lock()
+	if e.archClosed {
+		e.archMu.Unlock()
+		return e.archive(ctx, snap)
+	}
+	if e.archq == nil {
+		e.archq = make(chan archiveRequest)
+		e.archDone.Add(1)
+		go e.archiveLoop(e.archq)
+	}
+	e.archq <- archiveRequest{ctx: ctx, snap: snap, done: done} // under archMu: Close closes archq
+	e.archMu.Unlock()
+	r := <-done
+	return r.a, r.err
+}
+
+func (e *Engine) archiveLoop(q <-chan archiveRequest) {
+	defer e.archDone.Done()
+	runtime.LockOSThread() // never unlocked: see above
+	lowerThreadPriority()
+	for r := range q {
+		a, err := e.archive(r.ctx, r.snap)
+		r.done <- archiveResult{a, err}
+	}
+}
+
+// stopArchiver ends the archiver, at the end of Close: every task has been reaped.
+func (e *Engine) stopArchiver() {
+	e.archMu.Lock()
+	e.archClosed = true
+	if e.archq != nil {
+		close(e.archq)
+	}
+	e.archMu.Unlock()
+	e.archDone.Wait()
 }
 
 // archiveLevel is the artifacts' gzip level: the fastest. Logs compress well even so, and
@@ -120,7 +170,9 @@ func (e *Engine) archive(ctx context.Context, snap Snapshot) (store.Artifact, er
 		// are hashed before they are compressed (from the page cache the second time).
 		size, sum, err := hashFile(path)
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, fs.ErrNotExist), err == nil && size == 0 && t.Attempt == 0:
+			// A task that never started has no log, even if one was created for it ahead
+			// of a start that did not come (prelog.go).
 			path = ""
 		case err != nil:
 			return store.Artifact{}, err

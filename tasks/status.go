@@ -63,7 +63,9 @@ func (e *Engine) Wait(ctx context.Context, graphID string, taskIDs []string, unt
 		}
 		return allTerminal(briefs, taskIDs), nil
 	}
-	met, err := e.waitProbe(ctx, graphID, probe)
+	// Waiting for the whole graph, only its finish matters: a graph of this runner wakes
+	// the wait once, when it finished, not at every batch of states written.
+	met, err := e.waitProbe(ctx, graphID, until != UntilChange && len(taskIDs) == 0, probe)
 	if err != nil {
 		return Snapshot{}, false, err
 	}
@@ -78,7 +80,7 @@ func (e *Engine) Wait(ctx context.Context, graphID string, taskIDs []string, unt
 // the whole graph: Wait is the cheap way to wait on states.
 func (e *Engine) WaitFor(ctx context.Context, graphID string, cond func(Snapshot) (bool, error)) (Snapshot, bool, error) {
 	var snap Snapshot
-	met, err := e.waitProbe(ctx, graphID, func(store.GraphHead) (bool, error) {
+	met, err := e.waitProbe(ctx, graphID, false, func(store.GraphHead) (bool, error) {
 		var err error
 		if snap, err = e.Snapshot(ctx, graphID); err != nil {
 			return false, err
@@ -91,8 +93,10 @@ func (e *Engine) WaitFor(ctx context.Context, graphID string, cond func(Snapshot
 // waitProbe calls probe with the graph's head at the start and after every change of the
 // graph, until it reports true or ctx ends (false, nil). Changes made by this runner wake
 // it at once; a graph that another runner runs is re-read every foreignPoll, since that
-// runner's changes reach this process only through the store.
-func (e *Engine) waitProbe(ctx context.Context, graphID string, probe func(store.GraphHead) (bool, error)) (bool, error) {
+// runner's changes reach this process only through the store. With finishOnly (probe
+// looks at nothing but h.Finished) a graph of this runner wakes it only once it finished,
+// or once this runner let it go to another (forgetLocked).
+func (e *Engine) waitProbe(ctx context.Context, graphID string, finishOnly bool, probe func(store.GraphHead) (bool, error)) (bool, error) {
 	var ticker *time.Ticker // re-reads a graph another runner runs
 	var poll <-chan time.Time
 	defer func() {
@@ -103,7 +107,11 @@ func (e *Engine) waitProbe(ctx context.Context, graphID string, probe func(store
 	version := int64(-1)
 	// step checks once and waits for the next change; done ends the wait with ok, err.
 	step := func() (done, ok bool, err error) {
-		changed, release := e.changes.watch(graphID)
+		watch := e.changes.watch
+		if finishOnly {
+			watch = e.finishes.watch
+		}
+		changed, release := watch(graphID)
 		defer release()
 		// Read after taking the channel: a change committed from here on closes it.
 		h, err := e.cfg.DB.GetGraphHead(ctx, graphID)

@@ -111,6 +111,9 @@ const maxBatch = 4096
 // sendLocked queues t's current state for the store. Called with e.mu held, so the queue
 // holds every task's changes in the order they happened.
 func (e *Engine) sendLocked(t *task) {
+	if t.logPrepared && t.row.Attempt == 0 && State(t.row.Status).Terminal() {
+		e.logAbandonedLocked(t) // it ended without starting
+	}
 	e.writes.push(writeItem{update: &store.TaskUpdate{GraphID: t.row.GraphID, TaskID: t.row.ID, TaskState: t.row.TaskState}})
 }
 
@@ -230,6 +233,7 @@ func (e *Engine) settle(batch []writeItem, written bool) {
 		case it.barrier != nil:
 			close(it.barrier)
 		case it.finished != "" && written:
+			e.finishes.fire(it.finished)
 			select {
 			case e.spoolq <- it.finished:
 			default: // a full queue: the next sweep finds the graph unarchived
