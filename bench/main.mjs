@@ -4,7 +4,7 @@
 // whether its target is met. Progress goes to stderr; the tables (and the machine, the
 // versions and the load) to stdout.
 //
-//   node bench/main.mjs --bin bench/.bin/mcp-harness [--quick]
+//   node bench/main.mjs --bin bench/.bin/mcp-harness [--quick] [--only terminal,dag-server,...]
 //
 // bench/run installs what this needs and calls it. Exit status: 0 when every comparison ran
 // (a missed target is reported, not an error), 1 when one broke.
@@ -28,11 +28,22 @@ if (!argv.includes('--bin') || !bin || !fs.existsSync(bin)) {
   process.exit(2);
 }
 
+// --only a,b runs only the named comparisons (the step names below).
+const only = argv.includes('--only') ? argv[argv.indexOf('--only') + 1].split(',') : null;
+const steps = ['terminal', 'dag-server', 'archive', 'store', 'go-bench'];
+for (const name of only || []) {
+  if (!steps.includes(name)) {
+    console.error(`--only: no comparison ${name} (there are ${steps.join(', ')})`);
+    process.exit(2);
+  }
+}
+
 const broken = [];
 const notes = [];
 const results = {};
 
 async function step(name, fn) {
+  if (only && !only.includes(name)) return;
   const t0 = performance.now();
   try {
     results[name] = await fn();
@@ -44,7 +55,7 @@ async function step(name, fn) {
 }
 
 const dc = desktopCommanderEntry();
-if (!dc) {
+if (!dc && (!only || only.includes('terminal'))) {
   const msg = 'Desktop Commander is not installed (npm ci in bench/ failed for it): the terminal comparison runs mcp-harness alone';
   if (quick) notes.push(`SKIPPED: ${msg}.`);
   else broken.push(`terminal: ${msg}`);
