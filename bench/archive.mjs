@@ -20,11 +20,12 @@
 // (GNU gzip, writing to a file beside the log, no fsync where the server syncs its
 // archive): wall and CPU time and size. The tail: median of tasks_status round trips
 // (default logTail, one taskId) on the big log and on the 1 KB one, alternating, once the
-// archive is written (so that the archiving does not slow the reads down).
+// archive is written (so that the archiving does not slow the reads down). With
+// bench/run --old=<rev>, that build does the same right after, on a server of its own.
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { start, harnessSpec, tempDir, removeDir, cpu, threads, memory, spread, log, sleep } from './lib/mcp.mjs';
+import { start, harnessSpec, OLD, tempDir, removeDir, cpu, threads, memory, spread, log, sleep } from './lib/mcp.mjs';
 import { runScript } from './dag.mjs';
 
 export const producers = {
@@ -61,13 +62,13 @@ function findLog(stateDir, reported) {
   return best?.p;
 }
 
-async function one({ bin, kind, bytes, tailCalls }) {
+async function one({ bin, name, kind, bytes, tailCalls }) {
   const ws = tempDir(`archive-ws-${kind}`);
   const stateDir = path.join(ws, '.mcp-harness');
   const artifactsDir = path.join(stateDir, 'artifacts');
   let srv;
   try {
-    srv = await start(harnessSpec(bin, ws));
+    srv = await start(harnessSpec(bin, ws, [], name));
     const t0 = performance.now();
     const run = await srv.call('tasks_run', {
       name: `archive-${kind}`,
@@ -153,7 +154,7 @@ async function one({ bin, kind, bytes, tailCalls }) {
       tail: { big: spread(tails.big), small: spread(tails.small), calls: tailCalls, bigTailBytes: Buffer.byteLength(bigLog.text) },
       serverPeakKiB: peakKiB,
     };
-    log(`archive ${kind} ${logBytes} B: graph end -> archive ${out.archive.ms} ms, server CPU ${out.archive.serverCpuMs} ms ` +
+    log(`archive ${name} ${kind} ${logBytes} B: graph end -> archive ${out.archive.ms} ms, server CPU ${out.archive.serverCpuMs} ms ` +
       `(nice-19 threads ${lowThreads.size}, ${lowCpuMs} ms), ratio ${out.archive.ratio.toFixed(3)}; gzip -1 ${gz.wallMs.toFixed(0)} ms, ` +
       `CPU ${gz.cpuMs.toFixed(0)} ms, ratio ${out.gzip.ratio.toFixed(3)}; tail ${out.tail.big.median.toFixed(2)} ms vs ${out.tail.small.median.toFixed(2)} ms`);
     return out;
@@ -163,11 +164,14 @@ async function one({ bin, kind, bytes, tailCalls }) {
   }
 }
 
-export async function runArchive({ bin, quick }) {
+export async function runArchive({ bin, oldBin, quick }) {
   const bytes = quick ? 20_000_000 : 1_000_000_000;
   const tailCalls = quick ? 5 : 30;
-  const out = { bytes, runs: {} };
-  for (const kind of Object.keys(producers)) out.runs[kind] = await one({ bin, kind, bytes, tailCalls });
+  const out = { bytes, runs: {}, oldRuns: oldBin ? {} : null };
+  for (const kind of Object.keys(producers)) {
+    out.runs[kind] = await one({ bin, name: 'mcp-harness', kind, bytes, tailCalls });
+    if (oldBin) out.oldRuns[kind] = await one({ bin: oldBin, name: OLD, kind, bytes, tailCalls });
+  }
   return out;
 }
 

@@ -17,6 +17,8 @@
 //   ninja-bash   ninja -j with `command = bash -c true` (dash execs bash: like with like
 //                for make-shell).
 //   xargs        `seq N | xargs -P<j> -n1 bash -c true`, for graphs without dependencies.
+//   engine-old   with bench/run --old=<rev>: that build of mcp-harness, the same way as
+//                engine, on a server and workspace of its own.
 //
 // Measured: wall time, the CPU time of the runner with everything it ran, and for the
 // engine the server's own CPU time (user + system of the server process, /proc). Medians
@@ -27,7 +29,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import { start, harnessSpec, tempDir, removeDir, cpu, spread, median, log } from './lib/mcp.mjs';
+import { start, harnessSpec, OLD, tempDir, removeDir, cpu, spread, median, log } from './lib/mcp.mjs';
 
 // A small seeded generator (mulberry32), so every runner gets the same layered graph.
 function rng(seed) {
@@ -150,7 +152,7 @@ async function runEngine(srv, sh, command, parallel) {
 
 // The runners for a graph of `command` (`true`, or another plain command). Each writes its
 // own files in dir.
-function runnersFor(srv, dir, sh, command, parallel) {
+function runnersFor(srv, srvOld, dir, sh, command, parallel) {
   const j = String(parallel);
   const files = {
     'Makefile.shell': makefile(sh, '/bin/bash', `${command};`),
@@ -165,6 +167,7 @@ function runnersFor(srv, dir, sh, command, parallel) {
   };
   const all = {
     engine: () => runEngine(srv, sh, command, parallel),
+    'engine-old': srvOld && (() => runEngine(srvOld, sh, command, parallel)),
     'make-shell': have('make') && (() => runScript(dir, `make -s -f Makefile.shell -j ${j} all`)),
     make: have('make') && (() => runScript(dir, `make -s -f Makefile.direct -j ${j} all`)),
     ninja: have('ninja') && ninja('build.ninja'),
@@ -175,8 +178,8 @@ function runnersFor(srv, dir, sh, command, parallel) {
 }
 
 // runCase runs one graph with each runner, `reps` times, the order rotating.
-async function runCase(srv, dir, sh, command, parallel, reps, only) {
-  let runners = runnersFor(srv, dir, sh, command, parallel);
+async function runCase(srv, srvOld, dir, sh, command, parallel, reps, only) {
+  let runners = runnersFor(srv, srvOld, dir, sh, command, parallel);
   if (only) runners = Object.fromEntries(Object.entries(runners).filter(([n]) => only.includes(n)));
   const names = Object.keys(runners);
   const res = Object.fromEntries(names.map((n) => [n, []]));
@@ -202,17 +205,18 @@ async function runCase(srv, dir, sh, command, parallel, reps, only) {
       wallMs: median(res[n].map((x) => x.wallMs)),
       cpuMs: median(res[n].map((x) => x.cpuMs)),
       samplesMs: res[n].map((x) => Math.round(x.wallMs)),
-      ...(n === 'engine' ? { serverCpu: spread(res[n].map((x) => x.serverCpuMs)) } : {}),
+      ...(n.startsWith('engine') ? { serverCpu: spread(res[n].map((x) => x.serverCpuMs)) } : {}),
     };
   }
   // Per repetition: engine ÷ make-shell of the same round.
   if (res['make-shell']) {
     c.pairedRatio = spread(res.engine.map((e, i) => e.wallMs / res['make-shell'][i].wallMs));
+    if (res['engine-old']) c.pairedRatioOld = spread(res['engine-old'].map((e, i) => e.wallMs / res['make-shell'][i].wallMs));
   }
   return c;
 }
 
-export async function runDag({ bin, quick }) {
+export async function runDag({ bin, oldBin, quick }) {
   const parallel = 2; // the issue's "2 slots"; also this machine's CPU count
   // At least 10 repetitions of the `true` graphs (the issue's rule); the `sleep 0.05`
   // graphs show that the overhead vanishes once tasks do anything, and need fewer.
@@ -230,14 +234,18 @@ export async function runDag({ bin, quick }) {
       { sh: layered(100, 10, 7), command: 'sleep 0.05', reps: 3, only: ['engine', 'make-shell'] },
     ];
   const ws = tempDir('dag-ws');
+  const wsOld = oldBin && tempDir('dag-ws-old');
   const out = { parallel, cases: [] };
   let srv;
+  let srvOld;
   try {
     srv = await start(harnessSpec(bin, ws, ['--max-parallel', String(parallel)]));
+    // The old build on a workspace of its own (its database may have another schema).
+    if (oldBin) srvOld = await start(harnessSpec(oldBin, wsOld, ['--max-parallel', String(parallel)], OLD));
     for (const { sh, command, reps: n, only } of cases) {
       const dir = tempDir('dag-tool');
       try {
-        const c = await runCase(srv, dir, sh, command, parallel, n, only);
+        const c = await runCase(srv, srvOld, dir, sh, command, parallel, n, only && [...only, 'engine-old']);
         log(`dag ${c.name}: ${Object.entries(c.runners).map(([k, v]) => `${k} ${v.wallMs.toFixed(0)} ms`).join(', ')}`);
         out.cases.push(c);
       } finally {
@@ -246,7 +254,9 @@ export async function runDag({ bin, quick }) {
     }
   } finally {
     await srv?.close();
+    await srvOld?.close();
     removeDir(ws);
+    if (wsOld) removeDir(wsOld);
   }
   out.cpus = os.availableParallelism();
   return out;

@@ -5,6 +5,7 @@
 // versions and the load) to stdout.
 //
 //   node bench/main.mjs --bin bench/.bin/mcp-harness [--quick] [--only terminal,dag-server,...]
+//                       [--old-bin <an earlier build> --old-rev <its commit>]
 //
 // bench/run installs what this needs and calls it. Exit status: 0 when every comparison ran
 // (a missed target is reported, not an error), 1 when one broke.
@@ -38,6 +39,15 @@ for (const name of only || []) {
   }
 }
 
+// --old-bin: a build of an earlier commit (bench/run --old=<rev> builds it), run beside
+// this one where it makes sense: start-up, bulk output, DAGs, archiving.
+const oldBin = argv.includes('--old-bin') ? argv[argv.indexOf('--old-bin') + 1] : null;
+const oldRev = argv.includes('--old-rev') ? argv[argv.indexOf('--old-rev') + 1] : 'old';
+if (oldBin && !fs.existsSync(oldBin)) {
+  console.error(`--old-bin ${oldBin}: no such file`);
+  process.exit(2);
+}
+
 const broken = [];
 const notes = [];
 const results = {};
@@ -64,9 +74,9 @@ if (!dc && (!only || only.includes('terminal'))) {
 
 const load0 = os.loadavg();
 const t0 = performance.now();
-await step('terminal', () => runTerminal({ bin, dc, quick }));
-await step('dag-server', () => runDag({ bin, quick }));
-await step('archive', () => runArchive({ bin, quick }));
+await step('terminal', () => runTerminal({ bin, oldBin, dc, quick }));
+await step('dag-server', () => runDag({ bin, oldBin, quick }));
+await step('archive', () => runArchive({ bin, oldBin, quick }));
 await step('store', () => runStore({ bin, quick }));
 await step('go-bench', () => runGoBench({ quick }));
 const totalSec = (performance.now() - t0) / 1000;
@@ -97,9 +107,12 @@ function row(group, metric, harness, who, base, r, target = '—', ok = null) {
 
 // The issue's table (issue 17): one row per figure, the old figures beside the new.
 const issue = [];
-function issueRow(figure, floor, harness, r, target, ok, before) {
-  issue.push({ figure, floor, harness, r, target, ok: met(ok), before });
+// before: the issue's figure; old: the old build's in this run (bench/run --old), if any.
+function issueRow(figure, floor, harness, r, target, ok, before, old) {
+  issue.push({ figure, floor, harness, r, target, ok: met(ok), before: old ? `${oldRev} in this run: ${old}; the issue: ${before}` : before });
 }
+const OLD = 'mcp-harness (old)';
+const oldName = `mcp-harness ${oldRev} (old build)`;
 
 const term = results.terminal;
 const dcName = dc ? `Desktop Commander ${dc.version}` : 'Desktop Commander';
@@ -118,8 +131,16 @@ if (term) {
   if (d) {
     notes.push(`Desktop Commander round trip, each way measured: ${Object.entries(d.roundTrip).map(([k, v]) => `${k} ${fmtMs(v)}`).join('; ')} (the table uses the fastest).`);
   }
+  const o = term.servers[OLD];
+  if (o) {
+    const g = 'Terminal, this build against the old one';
+    row(g, `cold start to the tools/list answer (median of ${c.spawns})`, fmtMs(h.startMedianMs), oldName, fmtMs(o.startMedianMs), fmtRatio(ratio(h.startMedianMs, o.startMedianMs), 'faster'));
+    row(g, 'server RSS after start (median)', fmtMiB(h.rssMedianKiB), oldName, fmtMiB(o.rssMedianKiB), fmtRatio(ratio(h.rssMedianKiB, o.rssMedianKiB), 'lower'));
+    row(g, 'tools/list answer size', fmtBytes(h.toolsListBytes), oldName, fmtBytes(o.toolsListBytes), fmtRatio(ratio(h.toolsListBytes, o.toolsListBytes), 'smaller'));
+    row(g, `interactive round trip (median of ${c.trips})`, fmtMs(h.roundTripMs), oldName, fmtMs(o.roundTripMs), fmtRatio(ratio(h.roundTripMs, o.roundTripMs), 'faster'));
+  }
   issueRow('cold start as the TypeScript SDK client sees it (spawn → tools/list returned)', `${dcName} ${fmtMs(d?.startMedianMs)}`,
-    fmtMs(h.startMedianMs), '—', '≤ 25 ms', h.startMedianMs <= 25, '77 ms');
+    fmtMs(h.startMedianMs), '—', '≤ 25 ms', h.startMedianMs <= 25, '77 ms', o && fmtMs(o.startMedianMs));
 
   const b = term.bulk;
   if (b) {
@@ -132,10 +153,17 @@ if (term) {
     const rp = ratio(hp.ms.median, fp.ms.median);
     row(g, 'through a terminal: shell_open + shell_io until exited, time', fmtSpread(hp.ms), 'PTY floor (python3 pty, plain read)', fmtSpread(fp.ms), fmtRatio(rp), '≤ 1.5', rp <= 1.5);
     row(g, 'through a terminal: server peak RSS', fmtSpread(hp.peakKiB, fmtMiB), 'PTY floor, the reader\'s peak RSS', fmtSpread(fp.peakKiB, fmtMiB), '—', '≤ 32 MiB', hp.peakKiB.median <= 32 * 1024);
+    const op = pty[OLD];
+    if (op) {
+      const ro = ratio(op.ms.median, fp.ms.median);
+      row(g, 'through a terminal: the same, old build, time', fmtSpread(op.ms), 'PTY floor', fmtSpread(fp.ms), fmtRatio(ro));
+      row(g, 'through a terminal: the same, old build, server peak RSS', fmtSpread(op.peakKiB, fmtMiB), 'PTY floor, the reader\'s peak RSS', fmtSpread(fp.peakKiB, fmtMiB), '—');
+    }
     const fpp = pipe.floor;
     for (const [who, x] of Object.entries(pipe)) {
       if (who === 'floor') continue;
-      const name = who === 'Desktop Commander' ? `${dcName}: start_process (pipes) until completed` : 'mcp-harness: a task (output to its log file), tasks_status until done';
+      const name = who === 'Desktop Commander' ? `${dcName}: start_process (pipes) until completed`
+        : `${who === `${OLD} task` ? oldName : 'mcp-harness'}: a task (output to its log file), tasks_status until done`;
       row(g, `${name}, time`, fmtSpread(x.ms), 'pipe floor (python3, plain read)', fmtSpread(fpp.ms), fmtRatio(ratio(x.ms.median, fpp.ms.median)));
       row(g, `${name}, server peak RSS`, fmtSpread(x.peakKiB, fmtMiB), 'pipe floor, the reader\'s peak RSS', fmtSpread(fpp.peakKiB, fmtMiB), '—');
     }
@@ -150,11 +178,13 @@ if (term) {
     }
     issueRow(`${mb} through an interactive shell session (PTY): time, server peak RSS`, `PTY floor ${fmtSpread(fp.ms)}`,
       `${fmtSpread(hp.ms)}, peak RSS ${fmtMiB(hp.peakKiB.median)}`, fmtRatio(rp), '≤ 1.5x the floor, peak RSS ≤ 32 MiB',
-      rp <= 1.5 && hp.peakKiB.median <= 32 * 1024, '1.39 s (floor 0.40–0.60 s), 50 MiB');
+      rp <= 1.5 && hp.peakKiB.median <= 32 * 1024, '1.39 s (floor 0.40–0.60 s), 50 MiB',
+      op && `${fmtSpread(op.ms)} (${fmtRatio(ratio(op.ms.median, fp.ms.median))}x the floor), ${fmtMiB(op.peakKiB.median)}`);
     const tp = pipe['mcp-harness task'];
     issueRow(`${mb} on pipes (no terminal): time, server peak RSS`,
       `pipe floor ${fmtSpread(fpp.ms)}${dp ? `; ${dcName} ${fmtMs(dp.ms.median)}, ${fmtMiB(dp.peakKiB.median)}` : ''}`,
-      tp ? `task to its log: ${fmtMs(tp.ms.median)}, ${fmtMiB(tp.peakKiB.median)}` : '—', tp ? fmtRatio(ratio(tp.ms.median, fpp.ms.median)) : '—', '—', null, '— (not measured)');
+      tp ? `task to its log: ${fmtMs(tp.ms.median)}, ${fmtMiB(tp.peakKiB.median)}` : '—', tp ? fmtRatio(ratio(tp.ms.median, fpp.ms.median)) : '—', '—', null, '— (not measured)',
+      pipe[`${OLD} task`] && `task to its log: ${fmtMs(pipe[`${OLD} task`].ms.median)}, ${fmtMiB(pipe[`${OLD} task`].peakKiB.median)}`);
   }
 }
 
@@ -164,6 +194,7 @@ if (dag) {
     const j = dag.parallel;
     const cmd = c.command;
     const label = {
+      'engine-old': oldName,
       'make-shell': `make -j${j}, a bash per recipe (\`${cmd};\`)`,
       make: `make -j${j} exec'ing \`${cmd}\``,
       ninja: `ninja -j${j}, \`command = ${cmd}\` (sh -c)`,
@@ -181,15 +212,19 @@ if (dag) {
       row(g, `${c.name}: wall time`, fmtSpread(h.wall), label[who] || who, fmtSpread(t.wall), fmtRatio(r), isBase ? `≤ ${limit.toFixed(1)}` : '—', isBase ? r <= limit : null);
     }
     if (c.pairedRatio) row(g, `${c.name}: engine ÷ make-shell, per repetition`, fmtSpread(c.pairedRatio, (x) => x.toFixed(2)), '—', '—', '—');
+    const eo = c.runners['engine-old'];
+    if (c.pairedRatioOld) row(g, `${c.name}: old build ÷ make-shell, per repetition`, fmtSpread(c.pairedRatioOld, (x) => x.toFixed(2)), '—', '—', '—');
+    if (eo) row(g, `${c.name}: the old build's own CPU time`, `${fmtSpread(eo.serverCpu)}; ${(eo.serverCpu.median / c.tasks).toFixed(2)} ms a task`, '—', '—', '—');
     if (ms) row(g, `${c.name}: CPU time, runner and its tasks`, fmtSpread(h.cpu), label['make-shell'], fmtSpread(ms.cpu), fmtRatio(ratio(h.cpuMs, ms.cpuMs)));
     row(g, `${c.name}: the server's own CPU time`, `${fmtSpread(h.serverCpu)}; ${(h.serverCpu.median / c.tasks).toFixed(2)} ms a task`, '—', '—', '—');
     if (limit != null && ms) {
       const r = ratio(h.wallMs, ms.wallMs);
-      const others = Object.entries(c.runners).filter(([k]) => k !== 'engine' && k !== 'make-shell').map(([k, v]) => `${label[k] || k} ${fmtMs(v.wallMs)}`).join('; ');
+      const others = Object.entries(c.runners).filter(([k]) => !k.startsWith('engine') && k !== 'make-shell').map(([k, v]) => `${label[k] || k} ${fmtMs(v.wallMs)}`).join('; ');
       const figure = c.wide ? `${c.tasks} independent \`true\` tasks, ${dag.parallel} slots` : `chain of ${c.tasks} \`true\``;
       const before = c.wide ? '1834–2487 ms (1.7–2.3x make with a shell; make 1057–1098 ms)' : '590–784 ms (1.8–2.0x; make 333–392 ms)';
       issueRow(figure, `${label['make-shell']} ${fmtSpread(ms.wall)}; ${others}`,
-        `${fmtSpread(h.wall)}; server CPU ${(h.serverCpu.median / c.tasks).toFixed(2)} ms a task`, fmtRatio(r), `≤ ${limit.toFixed(1)}x make with a shell, same run`, r <= limit, before);
+        `${fmtSpread(h.wall)}; server CPU ${(h.serverCpu.median / c.tasks).toFixed(2)} ms a task`, fmtRatio(r), `≤ ${limit.toFixed(1)}x make with a shell, same run`, r <= limit, before,
+        eo && `${fmtSpread(eo.wall)} (${fmtRatio(ratio(eo.wallMs, ms.wallMs))}x make with a shell); server CPU ${(eo.serverCpu.median / c.tasks).toFixed(2)} ms a task`);
     }
   }
 }
@@ -198,6 +233,13 @@ const arch = results.archive;
 if (arch) {
   for (const [kind, a] of Object.entries(arch.runs)) {
     const g = `Log of ${fmtMB(a.logBytes)} written by a task (${kind}), then archived`;
+    const ao = arch.oldRuns?.[kind];
+    if (ao) {
+      row(g, 'archiving, old build: server CPU from the graph\'s end to the archive', fmtMs(ao.archive.serverCpuMs), '`gzip -1` of the same file, CPU', fmtMs(ao.gzip.cpuMs), fmtRatio(ratio(ao.archive.serverCpuMs, ao.gzip.cpuMs)));
+      row(g, 'archiving, old build: graph end to archive written; archive size ÷ log size', `${fmtMs(ao.archive.ms)}; ${ao.archive.ratio.toFixed(3)}`, '`gzip -1`, wall; size', `${fmtMs(ao.gzip.ms)}; ${ao.gzip.ratio.toFixed(3)}`, '—');
+      row(g, 'archiving, old build: threads at nice 19', `${ao.archive.lowPriorityThreads}; nice values seen ${ao.archive.nicesSeen.join(', ')}`, '—', '—', '—');
+    }
+    const oldArch = ao && `${fmtMs(ao.archive.serverCpuMs)} of server CPU (${fmtRatio(ratio(ao.archive.serverCpuMs, ao.gzip.cpuMs))}x \`gzip -1\`), ${fmtMB(ao.archive.bytes)} archive`;
     const rc = ratio(a.archive.serverCpuMs, a.gzip.cpuMs);
     const rw = ratio(a.archive.ms, a.gzip.ms);
     const low = a.archive.lowPriorityThreads > 0;
@@ -211,12 +253,12 @@ if (arch) {
       issueRow(`archiving a ${fmtMB(a.logBytes)} log after its graph ends (random base64 lines)`,
         `\`gzip -1\` of the same file: ${fmtMs(a.gzip.cpuMs)} CPU, ${fmtMs(a.gzip.ms)} wall, ${fmtMB(a.gzip.bytes)}`,
         `${fmtMs(a.archive.serverCpuMs)} of server CPU, ${fmtMs(a.archive.ms)} from graph end, ${fmtMB(a.archive.bytes)} archive; nice 19: ${low ? 'yes' : 'not seen'}`,
-        fmtRatio(rc), '≤ 1.5x `gzip -1`, at low priority', rc <= 1.5 && low, '23.8 s of server CPU (763 MB archive)');
+        fmtRatio(rc), '≤ 1.5x `gzip -1`, at low priority', rc <= 1.5 && low, '23.8 s of server CPU (763 MB archive)', oldArch);
       issueRow(`tasks_status tail of that ${fmtMB(a.logBytes)} log vs a 1 KB one`, `1 KB log ${fmtSpread(a.tail.small)}`, fmtSpread(a.tail.big), fmtRatio(rt), '≤ 1.5', rt <= 1.5, 'as fast (sparse 1 GiB file, Go benchmark)');
     } else {
       issueRow(`archiving a ${fmtMB(a.logBytes)} log after its graph ends (${kind} lines)`,
         `\`gzip -1\`: ${fmtMs(a.gzip.cpuMs)} CPU, ${fmtMB(a.gzip.bytes)}`, `${fmtMs(a.archive.serverCpuMs)} of server CPU, ${fmtMB(a.archive.bytes)} archive`,
-        fmtRatio(rc), '≤ 1.5x `gzip -1`, at low priority', rc <= 1.5 && low, '—');
+        fmtRatio(rc), '≤ 1.5x `gzip -1`, at low priority', rc <= 1.5 && low, '—', oldArch);
     }
   }
 }
@@ -265,7 +307,7 @@ lines.push(`Versions: ${version('go', ['version'], /go version (\S+)/)}, node ${
 lines.push(`Mode: ${quick ? 'quick (small sizes, one run each: the figures only show that the code works)' : 'full'}; took ${totalSec.toFixed(0)} s`);
 lines.push(`Load average (1, 5, 15 min): ${load0.map((x) => x.toFixed(2)).join(', ')} at the start, ${load1.map((x) => x.toFixed(2)).join(', ')} at the end`);
 lines.push('');
-lines.push('Issue 17\'s figures (this run; "before" is the issue\'s own measurement):');
+lines.push(`Issue 17's figures (this run; "before" is the issue's own measurement${oldBin ? `, and the old build ${oldRev} in this run` : ''}):`);
 lines.push('');
 lines.push('| figure | floor or peer (this run) | mcp-harness (this run) | ratio | target | met | before (issue 17) |');
 lines.push('| --- | --- | --- | ---: | --- | --- | --- |');

@@ -14,11 +14,11 @@
 import fs from 'node:fs';
 import { spawn } from 'node:child_process';
 import {
-  start, harnessSpec, desktopCommanderSpec, desktopCommanderHome, tempDir, removeDir,
+  start, harnessSpec, OLD, desktopCommanderSpec, desktopCommanderHome, tempDir, removeDir,
   memory, median, spread, textOf, log, sleep, serverPath,
 } from './lib/mcp.mjs';
 
-export async function runTerminal({ bin, dc, quick }) {
+export async function runTerminal({ bin, oldBin, dc, quick }) {
   const cfg = quick
     ? { spawns: 1, warmSpawns: 0, trips: 2, warmTrips: 1, tripPauseMs: 200, bulkBytes: 1_000_000, bulkReps: 1 }
     : { spawns: 10, warmSpawns: 1, trips: 30, warmTrips: 3, tripPauseMs: 200, bulkBytes: 20_000_000, bulkReps: 5 };
@@ -26,6 +26,9 @@ export async function runTerminal({ bin, dc, quick }) {
   const dcHome = dc ? desktopCommanderHome() : null;
   const dcCwd = dc ? tempDir('dc-cwd') : null;
   const specs = [harnessSpec(bin, ws)];
+  // The old build gets a workspace of its own: its database may have another schema.
+  const wsOld = oldBin && tempDir('term-ws-old');
+  if (oldBin) specs.push(harnessSpec(oldBin, wsOld, [], OLD));
   if (dc) specs.push(desktopCommanderSpec(dc.entry, dcHome, dcCwd));
   const out = { config: cfg, servers: {} };
   for (const s of specs) out.servers[s.name] = { startMs: [], rssKiB: [] };
@@ -103,6 +106,7 @@ export async function runTerminal({ bin, dc, quick }) {
     out.bulk = await runBulk({ specs, bytes: cfg.bulkBytes, reps: cfg.bulkReps });
   } finally {
     removeDir(ws);
+    if (wsOld) removeDir(wsOld);
     if (dcHome) removeDir(dcHome);
     if (dcCwd) removeDir(dcCwd);
   }
@@ -115,7 +119,7 @@ const valueLine = (v) => new RegExp(`(^|\\n)R${v}\\r?(\\n|$)`);
 // ways of doing one round trip with it (for a peer with more than one way, the fastest
 // is its baseline).
 async function openShell(srv) {
-  if (srv.spec.name === 'mcp-harness') {
+  if (srv.spec.kind === 'harness') {
     const res = await srv.call('shell_open', {
       command: 'exec bash --norc --noprofile -i',
       env: { PS1: '$ ' },
@@ -239,15 +243,17 @@ function floor(shape, bytes) {
 // ended with its last line, and the server's peak RSS (VmHWM) afterwards; for a floor:
 // its own time and peak RSS.
 async function runBulk({ specs, bytes, reps }) {
-  const harness = specs.find((s) => s.name === 'mcp-harness');
-  const dc = specs.find((s) => s.name === 'Desktop Commander');
-  const ways = {
-    'pty/mcp-harness': () => withServer(harness, (srv) => bulkSession(srv, bytes)),
-    'pty/floor': () => floor('pty', bytes),
-    ...(dc ? { 'pipe/Desktop Commander': () => withServer(dc, (srv) => bulkDesktopCommander(srv, bytes)) } : {}),
-    'pipe/floor': () => floor('pipe', bytes),
-    'pipe/mcp-harness task': () => withServer(harness, (srv) => bulkTask(srv, bytes)),
-  };
+  const ways = {};
+  for (const spec of specs) {
+    if (spec.kind === 'harness') {
+      ways[`pty/${spec.name}`] = () => withServer(spec, (srv) => bulkSession(srv, bytes));
+      ways[`pipe/${spec.name} task`] = () => withServer(spec, (srv) => bulkTask(srv, bytes));
+    } else {
+      ways[`pipe/${spec.name}`] = () => withServer(spec, (srv) => bulkDesktopCommander(srv, bytes));
+    }
+  }
+  ways['pty/floor'] = () => floor('pty', bytes);
+  ways['pipe/floor'] = () => floor('pipe', bytes);
   const names = Object.keys(ways);
   const res = Object.fromEntries(names.map((n) => [n, []]));
   for (let r = 0; r < reps; r++) {

@@ -57,9 +57,15 @@ export function serverPath() {
 }
 
 // serverSpec describes how to launch each server under test.
-export function harnessSpec(bin, workspace, extraArgs = []) {
+// OLD names the build a run compares against (bench/run --old=<rev>).
+export const OLD = 'mcp-harness (old)';
+
+// name tells builds apart ('mcp-harness', or 'mcp-harness (old)' for the build a run
+// compares against); kind says which tools it has.
+export function harnessSpec(bin, workspace, extraArgs = [], name = 'mcp-harness') {
   return {
-    name: 'mcp-harness',
+    name,
+    kind: 'harness',
     command: path.resolve(bin),
     args: ['stdio', '--workspace', workspace, '--log-level', 'warn', ...extraArgs],
     env: { PATH: serverPath() },
