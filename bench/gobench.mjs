@@ -1,16 +1,16 @@
 // The Go benchmarks this comparison reuses, run with `go test -bench` and parsed:
 //
-//   - BenchmarkDAG (tasks/bench_test.go): the engine in-process against make -j, ninja -j and
-//     the spawn floor (a plain loop running the same `bash -c true` processes at the same
-//     parallelism) on chain-200, fanout-1000 and layered-1000 graphs of `true`;
+//   - BenchmarkDAG (tasks/bench_test.go): the engine in-process against other runners (make,
+//     ninja, a spawn floor, ...) on graphs of `true`; its sub-benchmarks are named
+//     <shape>/<runner>, and whatever shapes and runners it has are reported;
 //   - BenchmarkTasksStatusTail (tools/bench_test.go): the tasks_status handler reading the
-//     tail of a 1 KiB log and of a 1 GiB one.
+//     tail of its smallest log and of its largest (1 KiB and 1 GiB).
 //
 // Medians over repetitions (5 in the full run, 1 in quick mode).
 
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { benchDir, median, log } from './lib/mcp.mjs';
+import { benchDir, median, spread, log } from './lib/mcp.mjs';
 
 const repo = path.dirname(benchDir);
 
@@ -59,53 +59,75 @@ async function testBinary(pkg) {
   };
 }
 
+// dagName splits "BenchmarkDAG/<shape>/<runner>" (the runner is the last part).
+function dagName(name) {
+  const rest = name.slice('BenchmarkDAG/'.length);
+  const i = rest.lastIndexOf('/');
+  return i < 0 ? null : { shape: rest.slice(0, i), runner: rest.slice(i + 1) };
+}
+
 export async function runGoBench({ quick }) {
   const out = {};
 
-  // Quick mode runs the smallest shape only (the others take seconds an iteration).
-  const shapes = quick ? ['chain-200'] : ['chain-200', 'fanout-1000', 'layered-1000'];
-  const runners = ['engine', 'make', 'ninja', 'spawn-floor'];
+  // The shapes and runners are whatever BenchmarkDAG has: the first repetition runs it
+  // whole (each sub-benchmark once) and names them; the next ones run each sub-benchmark
+  // as its own invocation, the order rotating. Quick mode runs the chain shapes once.
   const reps = quick ? 1 : 5;
   const dagBench = await testBinary('tasks');
-  const times = {};
-  for (let r = 0; r < reps; r++) {
-    for (const shape of shapes) {
-      for (let k = 0; k < runners.length; k++) {
-        const runner = runners[(k + r) % runners.length];
-        const res = await dagBench(`^BenchmarkDAG$/^${shape}$/^${runner}$`, '1x');
-        const ns = res[`BenchmarkDAG/${shape}/${runner}`]?.[0]?.['ns/op'];
-        if (Number.isFinite(ns)) ((times[shape] ||= {})[runner] ||= []).push(ns / 1e6);
-      }
+  const times = {}; // shape -> runner -> ms[]
+  const add = (res) => {
+    for (const [name, runs] of Object.entries(res)) {
+      const d = name.startsWith('BenchmarkDAG/') && dagName(name);
+      const ns = runs[0]?.['ns/op'];
+      if (d && Number.isFinite(ns)) ((times[d.shape] ||= {})[d.runner] ||= []).push(ns / 1e6);
+    }
+  };
+  add(await dagBench(quick ? '^BenchmarkDAG$/chain' : '^BenchmarkDAG$', '1x'));
+  const subs = Object.entries(times).flatMap(([shape, rs]) => Object.keys(rs).map((runner) => ({ shape, runner })));
+  if (!subs.length) throw new Error('BenchmarkDAG: no results');
+  log(`go DAG repetition 1/${reps} done: ${subs.map((x) => `${x.shape}/${x.runner}`).join(' ')}`);
+  const esc = (x) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  for (let r = 1; r < reps; r++) {
+    for (let k = 0; k < subs.length; k++) {
+      const { shape, runner } = subs[(k + r) % subs.length];
+      add(await dagBench(`^BenchmarkDAG$/^${esc(shape)}$/^${esc(runner)}$`, '1x'));
     }
     log(`go DAG repetition ${r + 1}/${reps} done`);
   }
   out.dag = {};
-  for (const shape of shapes) {
-    const s = {};
-    for (const runner of runners) {
-      const xs = times[shape]?.[runner];
-      s[runner] = xs?.length ? median(xs) : null;
-    }
-    if (s.engine == null) throw new Error(`BenchmarkDAG/${shape}/engine: no result`);
-    out.dag[shape] = s;
+  for (const [shape, rs] of Object.entries(times)) {
+    out.dag[shape] = {};
+    for (const [runner, xs] of Object.entries(rs)) out.dag[shape][runner] = spread(xs);
   }
   out.dagReps = reps;
-  log(`go DAG: ${JSON.stringify(out.dag)}`);
+  log(`go DAG: ${Object.entries(out.dag).map(([sh, rs]) => `${sh}: ${Object.entries(rs).map(([k, v]) => `${k} ${v.median.toFixed(0)} ms`).join(', ')}`).join('; ')}`);
 
+  // BenchmarkTasksStatusTail: its smallest log against its largest.
   const tailBench = await testBinary('tools');
-  const sizes = ['log-1024B', 'log-1073741824B'];
-  const tail = {};
+  const first = await tailBench('^BenchmarkTasksStatusTail$', quick ? '200x' : '1s');
+  const sizes = Object.keys(first)
+    .map((name) => ({ name, bytes: Number((name.match(/^BenchmarkTasksStatusTail\/log-(\d+)B$/) || [])[1]) }))
+    .filter((x) => Number.isFinite(x.bytes))
+    .sort((a, b) => a.bytes - b.bytes);
+  if (sizes.length < 2) throw new Error('BenchmarkTasksStatusTail: fewer than two log sizes');
+  const small = sizes[0];
+  const big = sizes[sizes.length - 1];
+  const tail = { [small.name]: [first[small.name][0]['ns/op']], [big.name]: [first[big.name][0]['ns/op']] };
   out.tailReps = quick ? 1 : 5;
-  for (let r = 0; r < out.tailReps; r++) {
-    for (let k = 0; k < sizes.length; k++) {
-      const size = sizes[(k + r) % sizes.length];
-      const res = await tailBench(`^BenchmarkTasksStatusTail$/^${size}$`, quick ? '200x' : '1s');
-      const ns = res[`BenchmarkTasksStatusTail/${size}`]?.[0]?.['ns/op'];
-      if (!Number.isFinite(ns)) throw new Error(`BenchmarkTasksStatusTail/${size}: no result`);
-      (tail[size] ||= []).push(ns);
+  for (let r = 1; r < out.tailReps; r++) {
+    for (const x of r % 2 ? [big, small] : [small, big]) {
+      const res = await tailBench(`^BenchmarkTasksStatusTail$/^${esc(x.name.split('/')[1])}$`, '1s');
+      const ns = res[x.name]?.[0]?.['ns/op'];
+      if (!Number.isFinite(ns)) throw new Error(`${x.name}: no result`);
+      tail[x.name].push(ns);
     }
   }
-  out.tail = { smallUs: median(tail['log-1024B']) / 1e3, bigUs: median(tail['log-1073741824B']) / 1e3 };
+  out.tail = {
+    smallBytes: small.bytes,
+    bigBytes: big.bytes,
+    smallUs: median(tail[small.name]) / 1e3,
+    bigUs: median(tail[big.name]) / 1e3,
+  };
   log(`go tail: ${JSON.stringify(out.tail)}`);
   return out;
 }

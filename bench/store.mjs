@@ -34,9 +34,12 @@ async function drain(srv, ids) {
   for (const id of ids) {
     let st;
     do {
-      st = (await srv.call('tasks_status', { graphId: id, waitMs: 30_000, logTail: 0 })).structuredContent;
+      st = (await srv.call('tasks_status', { graphId: id, waitMs: 30_000, logTail: 512 })).structuredContent;
     } while (st.status === 'running');
-    if (st.status !== 'succeeded') throw new Error(`store: graph ${id} ${st.status}`);
+    if (st.status !== 'succeeded') {
+      const bad = st.tasks.filter((t) => t.state !== 'succeeded').map((t) => JSON.stringify(t).slice(0, 600));
+      throw new Error(`store: graph ${id} ${st.status}: ${bad.join('; ')}`);
+    }
   }
 }
 

@@ -7,23 +7,28 @@
 //   - the size of the tools/list answer in bytes (what every conversation pays in context);
 //   - interactive round trip: type `echo R<n>` into a bash session and get R<n> back,
 //     median of N after a warm-up;
-//   - bulk output: a program that writes B bytes (20 MB) through a session, from the call
-//     that starts it to the answer that shows its last line; the server's peak RSS (VmHWM).
+//   - bulk output: a program that writes B bytes (20 MB), from the call that starts it to
+//     the answer that shows its last line, and the server's peak RSS (VmHWM), in the two
+//     shapes the servers offer, each beside its floor (see runBulk).
 
 import fs from 'node:fs';
+import { spawn } from 'node:child_process';
 import {
-  start, harnessSpec, desktopCommanderSpec, desktopCommanderHome, tempDir, removeDir,
-  memory, median, textOf, log, sleep,
+  start, harnessSpec, OLD, desktopCommanderSpec, desktopCommanderHome, tempDir, removeDir,
+  memory, median, spread, textOf, log, sleep, serverPath,
 } from './lib/mcp.mjs';
 
-export async function runTerminal({ bin, dc, quick }) {
+export async function runTerminal({ bin, oldBin, dc, quick }) {
   const cfg = quick
-    ? { spawns: 1, warmSpawns: 0, trips: 2, warmTrips: 1, tripPauseMs: 200, bulkBytes: 1_000_000 }
-    : { spawns: 10, warmSpawns: 1, trips: 30, warmTrips: 3, tripPauseMs: 200, bulkBytes: 20_000_000 };
+    ? { spawns: 1, warmSpawns: 0, trips: 2, warmTrips: 1, tripPauseMs: 200, bulkBytes: 1_000_000, bulkReps: 1 }
+    : { spawns: 10, warmSpawns: 1, trips: 30, warmTrips: 3, tripPauseMs: 200, bulkBytes: 20_000_000, bulkReps: 5 };
   const ws = tempDir('term-ws');
   const dcHome = dc ? desktopCommanderHome() : null;
   const dcCwd = dc ? tempDir('dc-cwd') : null;
   const specs = [harnessSpec(bin, ws)];
+  // The old build gets a workspace of its own: its database may have another schema.
+  const wsOld = oldBin && tempDir('term-ws-old');
+  if (oldBin) specs.push(harnessSpec(oldBin, wsOld, [], OLD));
   if (dc) specs.push(desktopCommanderSpec(dc.entry, dcHome, dcCwd));
   const out = { config: cfg, servers: {} };
   for (const s of specs) out.servers[s.name] = { startMs: [], rssKiB: [] };
@@ -96,28 +101,12 @@ export async function runTerminal({ bin, dc, quick }) {
       for (const { srv } of sessions) await srv.close();
     }
 
-    // Bulk output: a fresh server each, so the peak belongs to this step.
-    for (const spec of specs) {
-      const srv = await start(spec);
-      try {
-        const before = memory(srv.pid);
-        const t0 = performance.now();
-        const b = await bulk(srv, cfg.bulkBytes);
-        const ms = performance.now() - t0;
-        const after = memory(srv.pid);
-        const r = out.servers[spec.name];
-        r.bulkMs = ms;
-        r.bulkTextBytes = b.textBytes;
-        r.bulkLostTail = b.lostTail;
-        r.bulkPeakKiB = after.hwm;
-        r.bulkPeakBeforeKiB = before.hwm;
-        log(`bulk ${cfg.bulkBytes} B ${spec.name}: ${ms.toFixed(0)} ms, peak RSS ${before.hwm} -> ${after.hwm} KiB`);
-      } finally {
-        await srv.close();
-      }
-    }
+    // Bulk output, in both shapes, repetitions interleaved with the order rotating; a
+    // fresh server for every measurement, so that its peak RSS belongs to it.
+    out.bulk = await runBulk({ specs, bytes: cfg.bulkBytes, reps: cfg.bulkReps });
   } finally {
     removeDir(ws);
+    if (wsOld) removeDir(wsOld);
     if (dcHome) removeDir(dcHome);
     if (dcCwd) removeDir(dcCwd);
   }
@@ -130,7 +119,7 @@ const valueLine = (v) => new RegExp(`(^|\\n)R${v}\\r?(\\n|$)`);
 // ways of doing one round trip with it (for a peer with more than one way, the fastest
 // is its baseline).
 async function openShell(srv) {
-  if (srv.spec.name === 'mcp-harness') {
+  if (srv.spec.kind === 'harness') {
     const res = await srv.call('shell_open', {
       command: 'exec bash --norc --noprofile -i',
       env: { PS1: '$ ' },
@@ -192,45 +181,175 @@ async function openShell(srv) {
   };
 }
 
-// bulk runs a program printing `bytes` bytes of 80-byte lines and then a marker line, as a
-// session's program, and waits until the server says it has exited, then reads the end of
-// its output. Returns how many bytes of text the answers carried (what lands in the
-// model's context) and whether the marker was missing from the output kept.
-async function bulk(srv, bytes) {
-  const command = `yes ${'x'.repeat(79)} | head -c ${bytes}; echo; echo BULK-DONE`;
-  const deadline = performance.now() + 300_000;
-  let textBytes = 0;
-  const call = async (name, args) => {
+// The bulk producer: `bytes` bytes of 80-byte lines, then a marker line.
+const bulkCommand = (bytes) => `yes ${'x'.repeat(79)} | head -c ${bytes}; echo; echo BULK-DONE`;
+
+// The floors: the same producer read by a plain program as fast as it can, under a
+// terminal (a PTY from python3's pty module, as a terminal emulator would read it) or on a
+// pipe; the reader times itself from just before the spawn to the end of the output.
+const floorScript = String.raw`
+import json, os, pty, subprocess, sys, time
+shape, cmd = sys.argv[1], sys.argv[2]
+t0 = time.perf_counter()
+if shape == 'pty':
+    m, s = pty.openpty()
+    p = subprocess.Popen(['bash', '-c', cmd], stdin=s, stdout=s, stderr=s, start_new_session=True)
+    os.close(s)
+    fd = m
+else:
+    p = subprocess.Popen(['bash', '-c', cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    fd = p.stdout.fileno()
+n, tail = 0, b''
+while True:
+    try:
+        b = os.read(fd, 65536)
+    except OSError:  # EIO: the terminal's last holder has gone
+        break
+    if not b:
+        break
+    n += len(b)
+    tail = (tail + b)[-64:]
+p.wait()
+ms = (time.perf_counter() - t0) * 1000
+# VmHWM, not getrusage's maxrss: that one keeps the peak of the memory the process had
+# before its exec, which is a copy of its parent's (here node's).
+with open('/proc/self/status') as f:
+    hwm = int(f.read().split('VmHWM:')[1].split()[0])
+print(json.dumps({'ms': ms, 'bytes': n, 'lostTail': b'BULK-DONE' not in tail, 'peakKiB': hwm}))
+`;
+
+function floor(shape, bytes) {
+  return new Promise((resolve, reject) => {
+    const p = spawn('python3', ['-c', floorScript, shape, bulkCommand(bytes)], {
+      env: { PATH: serverPath() },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (err += d));
+    p.on('error', reject);
+    p.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`${shape} floor exited ${code}: ${err.slice(-500)}`));
+      resolve(JSON.parse(out));
+    });
+  });
+}
+
+// runBulk measures the bulk output each way, `reps` times, the order rotating:
+//   pty:  mcp-harness's shell session (shell_open, shell_io until the program exited)
+//         against the PTY floor;
+//   pipe: Desktop Commander's start_process (its programs run on pipes) against the pipe
+//         floor, and mcp-harness's own way without a terminal: a task, whose output goes
+//         to its log file, followed with tasks_status (waitMs, then the default 2 KB tail).
+// For a server: time from the call that starts the program to the answer that shows it
+// ended with its last line, and the server's peak RSS (VmHWM) afterwards; for a floor:
+// its own time and peak RSS (VmHWM).
+async function runBulk({ specs, bytes, reps }) {
+  const ways = {};
+  for (const spec of specs) {
+    if (spec.kind === 'harness') {
+      ways[`pty/${spec.name}`] = () => withServer(spec, (srv) => bulkSession(srv, bytes));
+      ways[`pipe/${spec.name} task`] = () => withServer(spec, (srv) => bulkTask(srv, bytes));
+    } else {
+      ways[`pipe/${spec.name}`] = () => withServer(spec, (srv) => bulkDesktopCommander(srv, bytes));
+    }
+  }
+  ways['pty/floor'] = () => floor('pty', bytes);
+  ways['pipe/floor'] = () => floor('pipe', bytes);
+  const names = Object.keys(ways);
+  const res = Object.fromEntries(names.map((n) => [n, []]));
+  for (let r = 0; r < reps; r++) {
+    for (let k = 0; k < names.length; k++) {
+      const n = names[(k + r) % names.length];
+      res[n].push(await ways[n]());
+    }
+  }
+  const out = { bytes, reps, command: bulkCommand(bytes), shapes: { pty: {}, pipe: {} } };
+  for (const n of names) {
+    const [shape, who] = n.split('/');
+    const xs = res[n];
+    out.shapes[shape][who] = {
+      ms: spread(xs.map((x) => x.ms)),
+      peakKiB: spread(xs.map((x) => x.peakKiB)),
+      ...(xs[0].textBytes != null ? { textBytes: median(xs.map((x) => x.textBytes)) } : {}),
+      lostTail: xs.filter((x) => x.lostTail).length,
+    };
+    log(`bulk ${bytes} B ${n}: ${out.shapes[shape][who].ms.median.toFixed(0)} ms, peak RSS ${out.shapes[shape][who].peakKiB.median} KiB`);
+  }
+  return out;
+}
+
+// withServer starts a fresh server, times fn (its own timing starts after the start-up)
+// and reads the server's peak RSS.
+async function withServer(spec, fn) {
+  const srv = await start(spec);
+  try {
+    const t0 = performance.now();
+    const r = await fn(srv);
+    const ms = performance.now() - t0;
+    return { ms, peakKiB: memory(srv.pid).hwm, ...r };
+  } finally {
+    await srv.close();
+  }
+}
+
+// counting wraps srv.call to count the bytes of text the answers carried (what lands in
+// the model's context).
+function counting(srv) {
+  const c = { textBytes: 0 };
+  c.call = async (name, args) => {
     const r = await srv.call(name, args);
-    textBytes += Buffer.byteLength(textOf(r));
+    c.textBytes += Buffer.byteLength(textOf(r));
     return r;
   };
-  if (srv.spec.name === 'mcp-harness') {
-    let r = await call('shell_open', { command, timeoutMs: 30_000 });
-    const id = r.structuredContent.sessionId;
-    let seen = r.structuredContent.output;
-    while (!r.structuredContent.exited) {
-      if (performance.now() > deadline) throw new Error('mcp-harness bulk: the program did not finish');
-      r = await call('shell_io', { sessionId: id, timeoutMs: 30_000 });
-      seen = r.structuredContent.output;
-    }
-    if (!/BULK-DONE/.test(seen)) {
-      // The marker came in an earlier read than the exit: read the end again.
-      r = await call('shell_io', { sessionId: id, since: Math.max(0, r.structuredContent.cursor - 200), timeoutMs: 0 });
-      seen = r.structuredContent.output;
-    }
-    await srv.call('shell_close', { sessionId: id });
-    return { textBytes, lostTail: !/BULK-DONE/.test(seen) };
+  return c;
+}
+
+async function bulkSession(srv, bytes) {
+  const c = counting(srv);
+  const deadline = performance.now() + 300_000;
+  let r = await c.call('shell_open', { command: bulkCommand(bytes), timeoutMs: 30_000 });
+  const id = r.structuredContent.sessionId;
+  let seen = r.structuredContent.output;
+  while (!r.structuredContent.exited) {
+    if (performance.now() > deadline) throw new Error('mcp-harness bulk: the program did not finish');
+    r = await c.call('shell_io', { sessionId: id, timeoutMs: 30_000 });
+    seen = r.structuredContent.output;
   }
+  if (!/BULK-DONE/.test(seen)) {
+    // The marker came in an earlier read than the exit: read the end again.
+    r = await c.call('shell_io', { sessionId: id, since: Math.max(0, r.structuredContent.cursor - 200), timeoutMs: 0 });
+    seen = r.structuredContent.output;
+  }
+  await srv.call('shell_close', { sessionId: id });
+  return { textBytes: c.textBytes, lostTail: !/BULK-DONE/.test(seen) };
+}
+
+async function bulkTask(srv, bytes) {
+  const c = counting(srv);
+  const run = await c.call('tasks_run', { name: 'bulk', tasks: [{ id: 'bulk', command: bulkCommand(bytes) }] });
+  const graphId = run.structuredContent.graphId;
+  let st;
+  do {
+    st = (await c.call('tasks_status', { graphId, waitMs: 30_000 })).structuredContent;
+  } while (st.status === 'running');
+  if (st.status !== 'succeeded') throw new Error(`mcp-harness bulk task: ${st.status}`);
+  return { textBytes: c.textBytes, lostTail: !/BULK-DONE/.test(st.tasks[0].log?.text || '') };
+}
+
+async function bulkDesktopCommander(srv, bytes) {
+  const c = counting(srv);
+  const deadline = performance.now() + 300_000;
   // start_process answers when the program exits (or at its timeout) with the output.
-  const res = await call('start_process', { command, shell: '/bin/bash', timeout_ms: 300_000 });
+  const res = await c.call('start_process', { command: bulkCommand(bytes), shell: '/bin/bash', timeout_ms: 300_000 });
   const pid = Number((textOf(res).match(/PID (\d+)/) || [])[1]);
   if (!pid) throw new Error(`Desktop Commander bulk start_process: ${textOf(res).slice(0, 300)}`);
   for (;;) {
-    const t = textOf(await call('read_process_output', { pid, offset: -3, length: 3 }));
+    const t = textOf(await c.call('read_process_output', { pid, offset: -3, length: 3 }));
     // Desktop Commander keeps what a finished program printed as of its exit event, which
     // can come before the last of the pipe has been read: the end may then be missing.
-    if (/Process completed/i.test(t)) return { textBytes, lostTail: !/BULK-DONE/.test(t) };
+    if (/Process completed/i.test(t)) return { textBytes: c.textBytes, lostTail: !/BULK-DONE/.test(t) };
     if (performance.now() > deadline) throw new Error(`Desktop Commander bulk: ${t.slice(-300)}`);
     await sleep(50);
   }

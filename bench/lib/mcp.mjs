@@ -57,9 +57,15 @@ export function serverPath() {
 }
 
 // serverSpec describes how to launch each server under test.
-export function harnessSpec(bin, workspace, extraArgs = []) {
+// OLD names the build a run compares against (bench/run --old=<rev>).
+export const OLD = 'mcp-harness (old)';
+
+// name tells builds apart ('mcp-harness', or 'mcp-harness (old)' for the build a run
+// compares against); kind says which tools it has.
+export function harnessSpec(bin, workspace, extraArgs = [], name = 'mcp-harness') {
   return {
-    name: 'mcp-harness',
+    name,
+    kind: 'harness',
     command: path.resolve(bin),
     args: ['stdio', '--workspace', workspace, '--log-level', 'warn', ...extraArgs],
     env: { PATH: serverPath() },
@@ -176,10 +182,46 @@ export function sleep(ms) {
 }
 
 export function median(xs) {
+  return quantile(xs, 0.5);
+}
+
+// quantile interpolates linearly between the closest ranks (q = 0.25 and 0.75 give the
+// middle half); NaN for no values.
+export function quantile(xs, q) {
   if (!xs.length) return NaN;
   const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+  const pos = (s.length - 1) * q;
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return s[lo] + (s[hi] - s[lo]) * (pos - lo);
+}
+
+// spread summarizes repeated measurements: the median and the middle half (p25, p75).
+export function spread(xs) {
+  return { median: quantile(xs, 0.5), p25: quantile(xs, 0.25), p75: quantile(xs, 0.75), n: xs.length };
+}
+
+// threads lists a process's threads with their nice value and CPU time in ms (user +
+// system), from /proc/<pid>/task/*/stat; a thread that ends while being read is skipped.
+export function threads(pid) {
+  const out = [];
+  let tids = [];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // after the command: state(0) ... utime(11) stime(12) ... priority(15) nice(16)
+      out.push({ tid: Number(tid), nice: Number(f[16]), cpuMs: ((Number(f[11]) + Number(f[12])) * 1000) / clockTicks });
+    } catch {
+      // gone
+    }
+  }
+  return out;
 }
 
 // log writes progress to stderr, so stdout carries only the table.
