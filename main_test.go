@@ -222,6 +222,73 @@ func TestStdio_UnusableWorkspace(t *testing.T) {
 	}
 }
 
+// The store opens while the client is answered: with another process holding the
+// database's write lock, initialize and tools/list are answered at once, and a tool call
+// waits for the store rather than fail, then succeeds once the lock is released.
+func TestStdio_AnswersWhileTheStoreOpens(t *testing.T) {
+	ws := t.TempDir()
+	first := startServer(t, ws)
+	first.initialize()
+	first.stdin.Close()
+	if code := first.waitExit(); code != 0 {
+		t.Fatalf("first server: exit code %d; stderr:\n%s", code, first.stderr)
+	}
+	release := holdDBLock(t, ws)
+	// A busy timeout far past e2eWait: had initialize needed the store, it would not be
+	// answered within the test's deadline.
+	s := startServer(t, ws, "--busy-timeout", "5m")
+	s.initialize()
+	list, _ := s.call("tools/list", nil, nil)["result"].(map[string]any)
+	if tools, _ := list["tools"].([]any); len(tools) == 0 {
+		t.Fatalf("tools/list with the store still opening = %v", list)
+	}
+	s.send(map[string]any{"id": 1000, "method": "tools/call", "params": map[string]any{"name": "tasks_list", "arguments": map[string]any{}}})
+	release()
+	resp := s.next()
+	if id, _ := resp["id"].(float64); id != 1000 {
+		t.Fatalf("got %v, want the response to the tool call", resp)
+	}
+	s.checkResponse("tools/call", map[string]any{"name": "tasks_list"}, resp)
+	if res, _ := resp["result"].(map[string]any); res == nil || res["isError"] == true {
+		t.Errorf("tasks_list sent while the store was opening = %v, want a result", resp)
+	}
+	s.stdin.Close()
+	if code := s.waitExit(); code != 0 {
+		t.Errorf("exit code %d; stderr:\n%s", code, s.stderr)
+	}
+}
+
+// A store that cannot be opened (here a database file that is not one) is reported where
+// the user and the model see it: the error on stderr when it happens, every tool call
+// refused with its cause, and exit status 1 with the error when the client disconnects.
+func TestStdio_StoreThatCannotOpen(t *testing.T) {
+	ws := t.TempDir()
+	state := filepath.Join(ws, store.StateDirName)
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, store.DBFileName), []byte(strings.Repeat("not a database ", 300)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, ws)
+	s.initialize()
+	s.waitStderr("could not open the workspace's state")
+	for _, tool := range []string{"tasks_list", "shell_list"} {
+		res := s.toolCall(tool, map[string]any{})
+		if text := resultText(res); res["isError"] != true || !strings.HasPrefix(text, "INTERNAL: ") ||
+			!strings.Contains(text, "could not open the workspace's state") || !strings.Contains(text, "not a database") {
+			t.Errorf("%s = %q, want INTERNAL saying the state could not be opened and why", tool, text)
+		}
+	}
+	s.stdin.Close()
+	if code := s.waitExit(); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if lines := strings.Split(strings.TrimSpace(s.stderr.String()), "\n"); !strings.HasPrefix(lines[len(lines)-1], "mcp-harness: ") || !strings.Contains(lines[len(lines)-1], "not a database") {
+		t.Errorf("stderr = %q, want it to end with the error", s.stderr)
+	}
+}
+
 func TestStdio_FlagsFromEnvironment(t *testing.T) {
 	ws, state := t.TempDir(), filepath.Join(t.TempDir(), "state")
 	cmd := exec.Command(binPath, "stdio")

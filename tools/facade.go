@@ -538,6 +538,9 @@ func (f *facade) handle(method string, raw json.RawMessage) (any, *rpcError) {
 			return nil, invalidParams("tasks/update: params.inputResponses must be an object of responses keyed like inputRequests (this server never asks for input, so {} will do)")
 		}
 	}
+	if err := f.s.ready(f.ctx); err != nil {
+		return nil, &rpcError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("%s: this server could not open the workspace's state: %v", method, err)}
+	}
 	var err error
 	if method == "tasks/cancel" {
 		_, err = f.s.tasks.Cancel(f.ctx, id, nil, defaultCancelMs*time.Millisecond)

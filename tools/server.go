@@ -9,12 +9,14 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-harness/mcp-harness/pty"
@@ -67,14 +69,20 @@ const (
 // server in front of them. New opens it, Listen speaks MCP until the input ends or the
 // context is cancelled, Close shuts everything down.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	ws     *store.Workspace
-	db     *store.DB
-	runner store.Runner
-	shells *pty.Manager
-	tasks  *tasks.Engine
-	mcp    *server.MCPServer
+	cfg      Config
+	log      *slog.Logger
+	ws       *store.Workspace
+	runnerID string // the id open registers the runner under
+	mcp      *server.MCPServer
+
+	// What open sets, read only once opened is closed (see ready): the store, the
+	// runner and the engines, or why they could not be opened.
+	opened  chan struct{}
+	openErr error
+	db      *store.DB
+	runner  store.Runner
+	shells  *pty.Manager
+	tasks   *tasks.Engine
 
 	closed sync.Once
 }
@@ -82,6 +90,20 @@ type Server struct {
 // New resolves the workspace, opens its store, registers this process as a runner and
 // starts the engines. Nothing is written to stdout.
 func New(ctx context.Context, cfg Config) (*Server, error) {
+	s, err := newServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.open(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newServer resolves the workspace and makes the MCP side of a server, which answers
+// initialize and tools/list; open does the rest. A workspace that cannot be used is an
+// error here, before anything is answered.
+func newServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -91,29 +113,50 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = tasks.DefaultLease
+	}
 	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir})
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Lease <= 0 {
-		cfg.Lease = tasks.DefaultLease
-	}
-	db, err := store.OpenWith(ctx, ws.DBPath(), store.Options{BusyTimeout: cfg.BusyTimeout})
+	id := store.NewRunnerID()
+	s := &Server{cfg: cfg, log: cfg.Logger.With("runner", id), ws: ws, runnerID: id, opened: make(chan struct{})}
+	s.mcp = server.NewMCPServer("mcp-harness", cfg.Version,
+		server.WithInstructions(instructions),
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+	)
+	s.mcp.AddTools(s.registry()...)
+	return s, nil
+}
+
+// open opens the store, registers the runner and starts the engines, then closes opened;
+// it returns (and keeps, for ready) the error that stopped it. Serve runs it while the
+// client's initialize and tools/list are answered: neither needs the store, and a client
+// waits for both before it can do anything (a few milliseconds of the start, measured by
+// bench/startup.mjs). Tool calls wait for it (ready).
+func (s *Server) open(ctx context.Context) error {
+	defer close(s.opened)
+	cfg := s.cfg
+	db, err := store.OpenWith(ctx, s.ws.DBPath(), store.Options{BusyTimeout: cfg.BusyTimeout})
 	if err != nil {
-		return nil, err
+		s.openErr = err
+		return err
 	}
-	runner, err := db.RegisterRunner(ctx, cfg.Version, cfg.Lease)
+	runner, err := db.RegisterRunnerAs(ctx, s.runnerID, cfg.Version, cfg.Lease)
 	if err != nil {
 		db.Close()
-		return nil, err
+		s.openErr = err
+		return err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("runner", runner.ID), ws: ws, db: db, runner: runner}
+	s.db, s.runner = db, runner
 	// The task engine keeps the runner's lease, and registers the runner again if it is
 	// lost (tasks/lease.go); the session records follow the runner it is now.
 	s.tasks = tasks.NewEngine(tasks.Config{
-		DB: db, Workspace: ws, RunnerID: runner.ID, MaxParallel: cfg.MaxParallel,
+		DB: db, Workspace: s.ws, RunnerID: runner.ID, MaxParallel: cfg.MaxParallel,
 		Limits: tasks.Limits{MaxTasks: cfg.MaxTasks}, Logger: s.log,
-		ArtifactsDir: ws.ArtifactsDir, Retention: cfg.Retention,
+		ArtifactsDir: s.ws.ArtifactsDir, Retention: cfg.Retention,
 		Lease: cfg.Lease, StaleAfter: cfg.StaleAfter, Version: cfg.Version, SubmitWait: cfg.MaxWait,
 		RunnerCommand: cfg.RunnerCommand,
 	})
@@ -123,14 +166,27 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Recorder:    sessionRecorder{db: db, runnerID: s.tasks.RunnerID},
 		Logger:      s.log,
 	})
-	s.mcp = server.NewMCPServer("mcp-harness", cfg.Version,
-		server.WithInstructions(instructions),
-		server.WithToolCapabilities(false),
-		server.WithRecovery(),
-	)
-	s.mcp.AddTools(s.registry()...)
-	s.log.Info("runner started", "workspace", ws.Root, "state", ws.StateDir, "pid", os.Getpid(), "version", cfg.Version)
-	return s, nil
+	s.log.Info("runner started", "workspace", s.ws.Root, "state", s.ws.StateDir, "pid", os.Getpid(), "version", cfg.Version)
+	return nil
+}
+
+// ready waits until open has finished and returns its error, or ctx's if ctx ends first.
+// Whatever uses the store or the engines calls it first: every tool call does (bind).
+func (s *Server) ready(ctx context.Context) error {
+	select {
+	case <-s.opened:
+		return s.openErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// openFailure is the result of every tool call on a server whose store could not be
+// opened: unlike other internal errors, it says why, since that is what the user has to
+// fix (a database newer than this binary, a state directory that cannot be written).
+func openFailure(tool string, err error) *mcp.CallToolResult {
+	return mcp.NewToolResultError(fmt.Sprintf("%s: %s failed: this server could not open the workspace's state when it started, and answers no tool call: %v. Restart it once that is fixed.",
+		codeInternal, tool, err))
 }
 
 // MCPServer is the mcp-go server, for in-process tests.
@@ -159,6 +215,11 @@ const stopRunnerTimeout = 300 * time.Millisecond
 func (s *Server) Close(ctx context.Context) error {
 	var err error
 	s.closed.Do(func() {
+		// An open still running finishes first (it is bounded by the busy timeout); one
+		// that failed left nothing to close.
+		if <-s.opened; s.openErr != nil {
+			return
+		}
 		// Tasks and sessions stop side by side: each has its own grace period, and the
 		// whole shutdown must fit the few seconds a client waits before SIGKILL.
 		var wg sync.WaitGroup
@@ -189,6 +250,9 @@ var ErrAborted = errors.New("told to exit at once during the shutdown; recorded 
 func (s *Server) Abort(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	if s.ready(ctx) != nil {
+		return // nothing opened in time: nothing ran to record
+	}
 	s.tasks.Abort(ctx)
 	if err := s.db.StopRunner(ctx, s.tasks.RunnerID()); err != nil {
 		s.log.Warn("could not mark the runner stopped before exiting at once", "err", err)
