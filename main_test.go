@@ -222,7 +222,7 @@ func TestStdio_UnusableWorkspace(t *testing.T) {
 	}
 }
 
-// The store opens while the client is answered: with another process holding the
+// The store opens after the client is answered: with another process holding the
 // database's write lock, initialize and tools/list are answered at once, and a tool call
 // waits for the store rather than fail, then succeeds once the lock is released.
 func TestStdio_AnswersWhileTheStoreOpens(t *testing.T) {
@@ -259,8 +259,9 @@ func TestStdio_AnswersWhileTheStoreOpens(t *testing.T) {
 }
 
 // A store that cannot be opened (here a database file that is not one) is reported where
-// the user and the model see it: the error on stderr when it happens, every tool call
-// refused with its cause, and exit status 1 with the error when the client disconnects.
+// the user and the model see it: the error on stderr when it happens (once the client has
+// the tool list), every tool call refused with its cause, and exit status 1 with the
+// error when the client disconnects.
 func TestStdio_StoreThatCannotOpen(t *testing.T) {
 	ws := t.TempDir()
 	state := filepath.Join(ws, store.StateDirName)
@@ -272,6 +273,9 @@ func TestStdio_StoreThatCannotOpen(t *testing.T) {
 	}
 	s := startServer(t, ws)
 	s.initialize()
+	if list, _ := s.call("tools/list", nil, nil)["result"].(map[string]any); list["tools"] == nil {
+		t.Errorf("tools/list = %v", list)
+	}
 	s.waitStderr("could not open the workspace's state")
 	for _, tool := range []string{"tasks_list", "shell_list"} {
 		res := s.toolCall(tool, map[string]any{})

@@ -9,7 +9,7 @@
 // (25th to 75th percentile) of the rounds; the TypeScript figure is also split into the
 // wire (until the tools/list answer is parsed) and the client's schema compiling.
 //
-//   node bench/startup.mjs --bin bench/.bin/mcp-harness [--old <another build>] [--rounds N] [--quick]
+//   node bench/startup.mjs --bin bench/.bin/mcp-harness [--old <another build>]... [--rounds N] [--quick]
 //
 // prints a Markdown table; bench/main.mjs calls runStartup({ bin, quick }).
 
@@ -180,10 +180,11 @@ if (process.argv[1] && path.resolve(process.argv[1]) === new URL(import.meta.url
   const flag = (name) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
   const bin = flag('--bin');
   if (!bin) {
-    console.error('usage: node bench/startup.mjs --bin <mcp-harness> [--old <earlier build>] [--rounds N] [--quick]');
+    console.error('usage: node bench/startup.mjs --bin <mcp-harness> [--old <earlier build>]... [--rounds N] [--quick]');
     process.exit(2);
   }
-  const old = flag('--old') ? [{ name: 'old', bin: flag('--old') }] : [];
+  // Each --old is another build to compare, named by its file name.
+  const old = argv.flatMap((a, i) => (a === '--old' && argv[i + 1] ? [{ name: path.basename(argv[i + 1]), bin: argv[i + 1] }] : []));
   const res = await runStartup({ bin, quick: argv.includes('--quick'), old, rounds: flag('--rounds') && Number(flag('--rounds')) });
   console.log(`${res.rounds} rounds, median (middle half)\n`);
   console.log('| metric | mcp-harness | floor | ratio | target | met |');

@@ -28,9 +28,9 @@ const shutdownTimeout = 5 * time.Second
 // Serve runs the server on a pair of streams: it speaks MCP on in and out until in ends or
 // ctx is cancelled (the command cancels it on SIGTERM or SIGINT), then shuts down cleanly,
 // within shutdownTimeout, and returns nil. A workspace that cannot be used is returned as
-// an error before anything is written to out. The store is opened while the client is
-// answered: if it cannot be, every tool call says why, and Serve returns that error when
-// the session ends. Signals and exit codes are the caller's: Serve never exits the
+// an error before anything is written to out. The store is opened once the client has its
+// tool list (Server.startOpen): if it cannot be, that is logged, every tool call says why,
+// and Serve returns the error when the session ends. Signals and exit codes are the caller's: Serve never exits the
 // process. When cfg.Abort is closed, Serve records what it can within abortTimeout
 // (Server.Abort) and returns ErrAborted at once, leaving the shutdown unfinished: the
 // caller is to exit next.
@@ -40,16 +40,6 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The store opens while the client's initialize and tools/list are answered (see
-	// Server.open); a failure is logged when it happens, refused to every tool call with
-	// its cause, and returned when the session ends. A shutdown asked for meanwhile does
-	// not cut it short: Close waits for it, then marks the runner stopped, so every
-	// server leaves its runner's record behind as before.
-	go func() {
-		if err := srv.open(context.WithoutCancel(ctx)); err != nil {
-			srv.log.Error("could not open the workspace's state: every tool call is refused until the server is restarted", "err", err)
-		}
-	}()
 	served := make(chan error, 1)
 	go func() {
 		listenErr := srv.Listen(ctx, in, out)

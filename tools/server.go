@@ -77,12 +77,13 @@ type Server struct {
 
 	// What open sets, read only once opened is closed (see ready): the store, the
 	// runner and the engines, or why they could not be opened.
-	opened  chan struct{}
-	openErr error
-	db      *store.DB
-	runner  store.Runner
-	shells  *pty.Manager
-	tasks   *tasks.Engine
+	openOnce sync.Once
+	opened   chan struct{}
+	openErr  error
+	db       *store.DB
+	runner   store.Runner
+	shells   *pty.Manager
+	tasks    *tasks.Engine
 
 	closed sync.Once
 }
@@ -94,7 +95,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.open(ctx); err != nil {
+	s.openOnce.Do(func() { err = s.open(ctx) })
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -132,10 +134,9 @@ func newServer(cfg Config) (*Server, error) {
 }
 
 // open opens the store, registers the runner and starts the engines, then closes opened;
-// it returns (and keeps, for ready) the error that stopped it. Serve runs it while the
-// client's initialize and tools/list are answered: neither needs the store, and a client
-// waits for both before it can do anything (a few milliseconds of the start, measured by
-// bench/startup.mjs). Tool calls wait for it (ready).
+// it returns (and keeps, for ready) the error that stopped it. New runs it at once; Serve
+// leaves it until the client has what it waits for at its start, initialize and tools/list
+// answered, neither of which needs the store (startOpen).
 func (s *Server) open(ctx context.Context) error {
 	defer close(s.opened)
 	cfg := s.cfg
@@ -170,9 +171,27 @@ func (s *Server) open(ctx context.Context) error {
 	return nil
 }
 
-// ready waits until open has finished and returns its error, or ctx's if ctx ends first.
-// Whatever uses the store or the engines calls it first: every tool call does (bind).
+// startOpen starts open on a goroutine of its own, unless it has started already. The
+// facade calls it once the answer to tools/list is written, and ready and Close call it:
+// whichever comes first. Started any earlier, the open (about 5 ms of CPU and disk here)
+// competes with answering the client on a machine whose cores are busy, and the client
+// waits longer; after, it runs while the client takes in the tool list, and a tool call
+// that comes before it is through waits for it (bench/startup.mjs measures both).
+func (s *Server) startOpen() {
+	s.openOnce.Do(func() {
+		go func() {
+			if err := s.open(context.Background()); err != nil {
+				s.log.Error("could not open the workspace's state: every tool call is refused until the server is restarted", "err", err)
+			}
+		}()
+	})
+}
+
+// ready starts the open if it has not started, waits until it has finished and returns
+// its error, or ctx's if ctx ends first. Whatever uses the store or the engines calls it
+// first: every tool call does (bind).
 func (s *Server) ready(ctx context.Context) error {
+	s.startOpen()
 	select {
 	case <-s.opened:
 		return s.openErr
@@ -215,8 +234,10 @@ const stopRunnerTimeout = 300 * time.Millisecond
 func (s *Server) Close(ctx context.Context) error {
 	var err error
 	s.closed.Do(func() {
-		// An open still running finishes first (it is bounded by the busy timeout); one
-		// that failed left nothing to close.
+		// The open runs to its end first, started here if nothing needed it yet (it is
+		// bounded by the busy timeout), so that every server leaves its runner's record,
+		// marked stopped; one that failed left nothing to close.
+		s.startOpen()
 		if <-s.opened; s.openErr != nil {
 			return
 		}
@@ -250,7 +271,12 @@ var ErrAborted = errors.New("told to exit at once during the shutdown; recorded 
 func (s *Server) Abort(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if s.ready(ctx) != nil {
+	select {
+	case <-s.opened:
+		if s.openErr != nil {
+			return
+		}
+	case <-ctx.Done():
 		return // nothing opened in time: nothing ran to record
 	}
 	s.tasks.Abort(ctx)
