@@ -204,7 +204,7 @@ func (s *Server) ready(ctx context.Context) error {
 // opened: unlike other internal errors, it says why, since that is what the user has to
 // fix (a database newer than this binary, a state directory that cannot be written).
 func openFailure(tool string, err error) *mcp.CallToolResult {
-	return mcp.NewToolResultError(fmt.Sprintf("%s: %s failed: this server could not open the workspace's state when it started, and answers no tool call: %v. Restart it once that is fixed.",
+	return mcp.NewToolResultError(fmt.Sprintf("%s: %s failed: this server could not open the workspace's state, and answers no tool call: %v. Restart it once that is fixed.",
 		codeInternal, tool, err))
 }
 
