@@ -7,7 +7,10 @@
 // rounds: each round starts every server once with each client, in turns, so that a load
 // that comes and goes falls on all of them alike. Figures are medians with the middle half
 // (25th to 75th percentile) of the rounds; the TypeScript figure is also split into the
-// wire (until the tools/list answer is parsed) and the client's schema compiling.
+// wire (until the tools/list answer is parsed) and the client's schema compiling. Those
+// rounds run in one node process, warmed up: a client application that connects a server
+// after its own start. A cold client, a new node process for each start (its own code
+// and ajv not compiled yet), is measured too, in rounds of its own.
 //
 //   node bench/startup.mjs --bin bench/.bin/mcp-harness [--old <another build>]... [--rounds N] [--quick]
 //
@@ -105,6 +108,14 @@ function goStarts(goclient, servers) {
   return JSON.parse(out.toString());
 }
 
+// coldStart is one start through the TypeScript SDK's client in a node process of its own
+// (this script with --one), so that neither the client's code nor ajv has run before.
+function coldStart(server) {
+  const spec = { name: server.name, command: server.command, dir: server.dir };
+  const out = execFileSync(process.execPath, [new URL(import.meta.url).pathname, '--one', JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return JSON.parse(out.toString()).totalMs;
+}
+
 // runStartup measures the cold starts of bin (and of each build in old, by name: an
 // earlier mcp-harness to compare with) against the floor. It returns the per-server
 // figures, each { ts: {total, init, wire, compile}, go } of stats, and rows for the table.
@@ -125,7 +136,7 @@ export async function runStartup({ bin, quick, old = [], rounds }) {
   dirs.push(floorDir);
   servers.push({ name: 'floor', command: [built.minimal], dir: floorDir, floor: true });
 
-  const raw = Object.fromEntries(servers.map((s) => [s.name, { total: [], init: [], wire: [], compile: [], go: [] }]));
+  const raw = Object.fromEntries(servers.map((s) => [s.name, { total: [], init: [], wire: [], compile: [], go: [], cold: [] }]));
   const shape = {};
   try {
     for (let r = 0; r < warm + rounds; r++) {
@@ -141,6 +152,11 @@ export async function runStartup({ bin, quick, old = [], rounds }) {
       if (r >= warm) for (const s of servers) raw[s.name].go.push(g[s.name][0]);
       log(`startup round ${r + 1}/${warm + rounds}${r < warm ? ' (warm-up)' : ''}: ${order.map((s) => `${s.name} ${raw[s.name].total.at(-1)?.toFixed(1) ?? '-'} ms`).join(', ')}`);
     }
+    for (let r = 0; r < rounds; r++) {
+      const order = servers.map((_, i) => servers[(i + r) % servers.length]);
+      for (const s of order) raw[s.name].cold.push(coldStart(s));
+      log(`startup cold-client round ${r + 1}/${rounds}: ${order.map((s) => `${s.name} ${raw[s.name].cold.at(-1).toFixed(1)} ms`).join(', ')}`);
+    }
   } finally {
     for (const d of dirs) removeDir(d);
   }
@@ -149,7 +165,7 @@ export async function runStartup({ bin, quick, old = [], rounds }) {
     const x = raw[s.name];
     figures[s.name] = {
       ...shape[s.name],
-      ts: { total: stats(x.total), init: stats(x.init), wire: stats(x.wire), compile: stats(x.compile) },
+      ts: { total: stats(x.total), init: stats(x.init), wire: stats(x.wire), compile: stats(x.compile), cold: stats(x.cold) },
       go: stats(x.go),
     };
   }
@@ -173,6 +189,7 @@ export function startupRows(figures) {
     row('cold start, TypeScript SDK client: spawn to listTools() returned', f.ts.total, floor.ts.total, '≤ 25 ms', f.ts.total.median <= 25);
     row('  of which on the wire (initialize, tools/list answered)', f.ts.wire, floor.ts.wire, '—', null);
     row('  of which the client compiling output schemas', f.ts.compile, floor.ts.compile, '—', null);
+    row('  same, the client in a new node process for each start', f.ts.cold, floor.ts.cold, '—', null);
     row('cold start, Go SDK client: spawn to ListTools returned', f.go, floor.go, '—', null);
   }
   return rows;
@@ -182,6 +199,11 @@ export function startupRows(figures) {
 if (process.argv[1] && path.resolve(process.argv[1]) === new URL(import.meta.url).pathname) {
   const argv = process.argv.slice(2);
   const flag = (name) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
+  if (flag('--one')) {
+    // One start for coldStart: the figures as JSON on stdout.
+    console.log(JSON.stringify(await tsStart(JSON.parse(flag('--one')))));
+    process.exit(0);
+  }
   const bin = flag('--bin');
   if (!bin) {
     console.error('usage: node bench/startup.mjs --bin <mcp-harness> [--old <earlier build>]... [--rounds N] [--quick]');
