@@ -258,6 +258,111 @@ func TestStdio_AnswersWhileTheStoreOpens(t *testing.T) {
 	}
 }
 
+// startLocked makes the workspace's database (a server runs on it and stops), takes its
+// write lock as another process would, and starts a server with a short busy timeout on
+// it; the first tool call answers BUSY, its open having found the lock held.
+func startLocked(t *testing.T) (s *server, ws string, release func()) {
+	t.Helper()
+	ws = t.TempDir()
+	first := startServer(t, ws)
+	first.initialize()
+	first.stdin.Close()
+	if code := first.waitExit(); code != 0 {
+		t.Fatalf("first server: exit code %d; stderr:\n%s", code, first.stderr)
+	}
+	release = holdDBLock(t, ws)
+	s = startServer(t, ws, shortBusy...)
+	s.initialize()
+	checkOpenBusy(t, "tasks_run", s.toolCall("tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "x", "command": "true"}}}))
+	return s, ws, release
+}
+
+// checkOpenBusy checks the answer to a tool call whose store could not be opened because
+// of another process's lock: BUSY, saying so and that a later call will do.
+func checkOpenBusy(t *testing.T, tool string, res map[string]any) {
+	t.Helper()
+	if text := resultText(res); res["isError"] != true || !strings.HasPrefix(text, "BUSY: ") ||
+		!strings.Contains(text, "another process holds the workspace database's write lock") || !strings.Contains(text, "Call again") {
+		t.Fatalf("%s with the database locked at open = %q, want BUSY saying another process holds the lock", tool, text)
+	}
+}
+
+// Another process holds the database's write lock past the busy timeout when the server
+// opens its store: the tool calls answer BUSY (not an error until a restart), each call
+// tries the open again, and once the lock is released the next call opens the store and
+// works: a graph runs to its end, and the runner is recorded and marked stopped at exit.
+func TestStdio_StoreLockedAtOpen(t *testing.T) {
+	s, ws, release := startLocked(t)
+	checkOpenBusy(t, "shell_list", s.toolCall("shell_list", map[string]any{})) // tried again, still held
+	release()
+	run := structuredOf(t, s.toolCall("tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "x", "command": "true"}}}))
+	if ts := tasksOf(s.waitGraph(run["graphId"].(string))); ts["x"]["status"] != "succeeded" {
+		t.Errorf("task x = %v/%v, want succeeded", ts["x"]["status"], ts["x"]["errorCode"])
+	}
+	s.stdin.Close()
+	if code := s.waitExit(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	if strings.Contains(s.stderr.String(), "level=ERROR") || strings.Contains(s.stderr.String(), "INTERNAL") {
+		t.Errorf("a held lock was logged as an error:\n%s", s.stderr)
+	}
+	if !strings.Contains(s.stderr.String(), "another process holds the database's write lock") {
+		t.Errorf("the server did not log why the store was not open:\n%s", s.stderr)
+	}
+	if runners := runnersOf(t, ws, s); len(runners) != 1 || runners[0].StoppedAt == nil {
+		t.Errorf("runners = %+v, want this server's, marked stopped", runners)
+	}
+}
+
+// runnersOf is the runners the server s recorded on workspace ws.
+func runnersOf(t *testing.T, ws string, s *server) []store.Runner {
+	var mine []store.Runner
+	for _, r := range listRunners(t, ws) {
+		if r.Pid == s.cmd.Process.Pid {
+			mine = append(mine, r)
+		}
+	}
+	return mine
+}
+
+// A shutdown while the store could not be opened for a held lock exits 0, whether the
+// lock is still held (nothing was opened, so nothing ran: no runner is recorded) or was
+// released in the meantime (the shutdown opens the store and leaves the runner's record,
+// marked stopped, as every server does).
+func TestStdio_ShutdownWhileStoreLocked(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		release bool
+		stop    func(*server)
+	}{
+		{"held/stdin-eof", false, func(s *server) { s.stdin.Close() }},
+		{"held/SIGTERM", false, func(s *server) { s.signal(syscall.SIGTERM) }},
+		{"released/stdin-eof", true, func(s *server) { s.stdin.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, ws, release := startLocked(t)
+			if tc.release {
+				release()
+			}
+			tc.stop(s)
+			if code := s.waitExit(); code != 0 {
+				t.Fatalf("exit code %d, want 0", code)
+			}
+			release()
+			runners := runnersOf(t, ws, s)
+			switch {
+			case !tc.release && len(runners) != 0:
+				t.Errorf("runners = %+v, want none: the store never opened", runners)
+			case tc.release && (len(runners) != 1 || runners[0].StoppedAt == nil):
+				t.Errorf("runners = %+v, want this server's, marked stopped", runners)
+			}
+			if !tc.release && !strings.Contains(s.stderr.String(), "stopped without opening the workspace's state") {
+				t.Errorf("stderr does not say the state was never opened:\n%s", s.stderr)
+			}
+		})
+	}
+}
+
 // A store that cannot be opened (here a database file that is not one) is reported where
 // the user and the model see it: the error on stderr when it happens (once the client has
 // the tool list), every tool call refused with its cause, and exit status 1 with the

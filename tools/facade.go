@@ -563,6 +563,10 @@ func (f *facade) handle(method string, raw json.RawMessage) (any, *rpcError) {
 		}
 	}
 	if err := f.s.ready(f.ctx); err != nil {
+		var busy *busyOpenError
+		if errors.As(err, &busy) {
+			return nil, &rpcError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("%s: another process holds the workspace database's write lock, so this server could not open its state yet; try again once it lets go", method)}
+		}
 		return nil, &rpcError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("%s: this server could not open the workspace's state: %v", method, err)}
 	}
 	var err error

@@ -30,7 +30,9 @@ const shutdownTimeout = 5 * time.Second
 // within shutdownTimeout, and returns nil. A workspace that cannot be used is returned as
 // an error before anything is written to out. The store is opened once the client has its
 // tool list (Server.startOpen): if it cannot be, that is logged, every tool call says why,
-// and Serve returns the error when the session ends. Signals and exit codes are the caller's: Serve never exits the
+// and Serve returns the error when the session ends; unless another process held the
+// database's lock, which is no error: tool calls answer BUSY and open it again once it is
+// released (Server.ready). Signals and exit codes are the caller's: Serve never exits the
 // process. When cfg.Abort is closed, Serve records what it can within abortTimeout
 // (Server.Abort) and returns ErrAborted at once, leaving the shutdown unfinished: the
 // caller is to exit next.
@@ -51,8 +53,8 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		if listenErr != nil {
 			closeErr = listenErr
 		}
-		if srv.openErr != nil { // read after Close, which waits for the open
-			closeErr = srv.openErr
+		if openErr := srv.openFailed(); openErr != nil { // after Close, which waits for the open
+			closeErr = openErr
 		}
 		served <- closeErr
 	}()

@@ -16,7 +16,8 @@ type handler[A any] func(ctx context.Context, req mcp.CallToolRequest, args A) (
 // ones) before the handler runs, and any error, from decoding or from the handler, is
 // answered as an isError result that starts with its stable code and is logged under the
 // tool's name. A call that comes while the server still opens its store waits for it
-// (Server.ready). Every result is bounded by --max-result on its way out (budget.go). Each
+// (Server.ready); if that open found the database locked by another process, the call
+// answers BUSY and the next one opens it again (Server.openFailure). Every result is bounded by --max-result on its way out (budget.go). Each
 // tool has one constructor that returns bind(...): its schema, annotations and handler
 // side by side.
 func bind[A any](s *Server, tool mcp.Tool, h handler[A]) server.ServerTool {
@@ -24,10 +25,7 @@ func bind[A any](s *Server, tool mcp.Tool, h handler[A]) server.ServerTool {
 	tool.Annotations = sparse(tool.Annotations)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if err := s.ready(ctx); err != nil {
-			if ctx.Err() != nil {
-				return s.toolError(name, err), nil // cancelled while the store opened
-			}
-			return openFailure(name, err), nil
+			return s.openFailure(name, err), nil
 		}
 		var args A
 		if err := decodeArgs(name, req, &args); err != nil {
