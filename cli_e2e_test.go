@@ -220,7 +220,8 @@ func TestOperator_ShortIDs(t *testing.T) {
 	}
 	empty := t.TempDir()
 	e := startServer(t, empty)
-	e.initialize() // a state dir, no graphs
+	e.initialize()
+	e.toolCall("tasks_list", map[string]any{}) // a state dir (opened by the first call at the latest), no graphs
 	if out := runBinary(t, nil, "tasks", "status", "@latest", "--workspace", empty); out.code != 1 || !strings.Contains(out.stderr, "no graphs in ") {
 		t.Errorf("status @latest with no graphs = %+v", out)
 	}

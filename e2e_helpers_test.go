@@ -241,8 +241,8 @@ func (s *server) signal(sig syscall.Signal) {
 // checkResponse holds every tool result a test receives from the binary to the contract
 // (the in-process tests of tools do the same): its text and its structuredContent fit
 // --max-result, and a successful result's structuredContent validates, with a real JSON
-// Schema validator, against the output schema the tool sends, made strict (every field
-// present, no other). A tasks/get that carries a tool result inline (the MCP Tasks facade)
+// Schema validator, against the output schema the tool sends and against its whole one,
+// both made strict (every field present, no other). A tasks/get that carries a tool result inline (the MCP Tasks facade)
 // is held to tasks_status's schema.
 func (s *server) checkResponse(method string, params any, resp map[string]any) {
 	s.t.Helper()
@@ -282,9 +282,11 @@ func (s *server) maxResult() int {
 	return tasks.DefaultMaxResult
 }
 
-// outputSchemas holds each tool's output schema, made strict, compiled once. They are read
-// from tools/testdata, where TestToolSchemas_Golden pins them to what tools/list sends.
-var outputSchemas sync.Map // tool name -> *jsonschema.Schema
+// outputSchemas holds each tool's output schemas, made strict, compiled once: the one
+// tools/list sends and the whole one of the code. They are read from tools/testdata, where
+// TestToolSchemas_Golden pins them to the code (<tool>.json, as tools/list sends the tool;
+// <tool>.output.json, the whole output schema).
+var outputSchemas sync.Map // tool name -> []*jsonschema.Schema
 
 // checkToolResult checks one tool result (decoded JSON) against the contract; see
 // checkResponse.
@@ -312,28 +314,45 @@ func checkToolResult(t testing.TB, name string, result map[string]any, limit int
 		t.Errorf("%s: a successful result without structuredContent", name)
 		return
 	}
-	sch, ok := outputSchemas.Load(name)
+	schemas, ok := outputSchemas.Load(name)
 	if !ok {
-		raw, err := os.ReadFile(filepath.Join("tools", "testdata", name+".json"))
-		if err != nil {
-			t.Fatalf("output schema of %s: %v", name, err)
+		schemas, _ = outputSchemas.LoadOrStore(name, loadOutputSchemas(t, name))
+	}
+	for _, sch := range schemas.([]*jsonschema.Schema) {
+		if err := schematest.Validate(sch, sc); err != nil {
+			b, _ := json.Marshal(sc)
+			t.Errorf("%s: structuredContent does not match its output schema (%s): %v\n%s", name, sch.Location, err, shortText(string(b), 2000))
 		}
-		var tool struct {
-			OutputSchema json.RawMessage `json:"outputSchema"`
-		}
-		if err := json.Unmarshal(raw, &tool); err != nil {
-			t.Fatalf("tools/testdata/%s.json: %v", name, err)
-		}
-		compiled, err := schematest.Compile(name, tool.OutputSchema)
+	}
+}
+
+// loadOutputSchemas compiles the strict forms of a tool's output schemas from
+// tools/testdata: the one tools/list sends, then the whole one.
+func loadOutputSchemas(t testing.TB, name string) []*jsonschema.Schema {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("tools", "testdata", name+".json"))
+	if err != nil {
+		t.Fatalf("output schema of %s: %v", name, err)
+	}
+	var tool struct {
+		OutputSchema json.RawMessage `json:"outputSchema"`
+	}
+	if err := json.Unmarshal(raw, &tool); err != nil {
+		t.Fatalf("tools/testdata/%s.json: %v", name, err)
+	}
+	whole, err := os.ReadFile(filepath.Join("tools", "testdata", name+".output.json"))
+	if err != nil {
+		t.Fatalf("whole output schema of %s: %v", name, err)
+	}
+	var out []*jsonschema.Schema
+	for i, doc := range [][]byte{tool.OutputSchema, whole} {
+		sch, err := schematest.Compile([]string{name + ".sent", name + ".whole"}[i], doc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sch, _ = outputSchemas.LoadOrStore(name, compiled)
+		out = append(out, sch)
 	}
-	if err := schematest.Validate(sch.(*jsonschema.Schema), sc); err != nil {
-		b, _ := json.Marshal(sc)
-		t.Errorf("%s: structuredContent does not match its output schema: %v\n%s", name, err, shortText(string(b), 2000))
-	}
+	return out
 }
 
 func shortText(s string, n int) string {

@@ -222,6 +222,182 @@ func TestStdio_UnusableWorkspace(t *testing.T) {
 	}
 }
 
+// The store opens after the client is answered: with another process holding the
+// database's write lock, initialize and tools/list are answered at once, and a tool call
+// waits for the store rather than fail, then succeeds once the lock is released.
+func TestStdio_AnswersWhileTheStoreOpens(t *testing.T) {
+	ws := t.TempDir()
+	first := startServer(t, ws)
+	first.initialize()
+	first.stdin.Close()
+	if code := first.waitExit(); code != 0 {
+		t.Fatalf("first server: exit code %d; stderr:\n%s", code, first.stderr)
+	}
+	release := holdDBLock(t, ws)
+	// A busy timeout far past e2eWait: had initialize needed the store, it would not be
+	// answered within the test's deadline.
+	s := startServer(t, ws, "--busy-timeout", "5m")
+	s.initialize()
+	list, _ := s.call("tools/list", nil, nil)["result"].(map[string]any)
+	if tools, _ := list["tools"].([]any); len(tools) == 0 {
+		t.Fatalf("tools/list with the store still opening = %v", list)
+	}
+	s.send(map[string]any{"id": 1000, "method": "tools/call", "params": map[string]any{"name": "tasks_list", "arguments": map[string]any{}}})
+	release()
+	resp := s.next()
+	if id, _ := resp["id"].(float64); id != 1000 {
+		t.Fatalf("got %v, want the response to the tool call", resp)
+	}
+	s.checkResponse("tools/call", map[string]any{"name": "tasks_list"}, resp)
+	if res, _ := resp["result"].(map[string]any); res == nil || res["isError"] == true {
+		t.Errorf("tasks_list sent while the store was opening = %v, want a result", resp)
+	}
+	s.stdin.Close()
+	if code := s.waitExit(); code != 0 {
+		t.Errorf("exit code %d; stderr:\n%s", code, s.stderr)
+	}
+}
+
+// startLocked makes the workspace's database (a server runs on it and stops), takes its
+// write lock as another process would, and starts a server with a short busy timeout on
+// it; the first tool call answers BUSY, its open having found the lock held.
+func startLocked(t *testing.T) (s *server, ws string, release func()) {
+	t.Helper()
+	ws = t.TempDir()
+	first := startServer(t, ws)
+	first.initialize()
+	first.stdin.Close()
+	if code := first.waitExit(); code != 0 {
+		t.Fatalf("first server: exit code %d; stderr:\n%s", code, first.stderr)
+	}
+	release = holdDBLock(t, ws)
+	s = startServer(t, ws, shortBusy...)
+	s.initialize()
+	checkOpenBusy(t, "tasks_run", s.toolCall("tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "x", "command": "true"}}}))
+	return s, ws, release
+}
+
+// checkOpenBusy checks the answer to a tool call whose store could not be opened because
+// of another process's lock: BUSY, saying so and that a later call will do.
+func checkOpenBusy(t *testing.T, tool string, res map[string]any) {
+	t.Helper()
+	if text := resultText(res); res["isError"] != true || !strings.HasPrefix(text, "BUSY: ") ||
+		!strings.Contains(text, "another process holds the workspace database's write lock") || !strings.Contains(text, "Call again") {
+		t.Fatalf("%s with the database locked at open = %q, want BUSY saying another process holds the lock", tool, text)
+	}
+}
+
+// Another process holds the database's write lock past the busy timeout when the server
+// opens its store: the tool calls answer BUSY (not an error until a restart), each call
+// tries the open again, and once the lock is released the next call opens the store and
+// works: a graph runs to its end, and the runner is recorded and marked stopped at exit.
+func TestStdio_StoreLockedAtOpen(t *testing.T) {
+	s, ws, release := startLocked(t)
+	checkOpenBusy(t, "shell_list", s.toolCall("shell_list", map[string]any{})) // tried again, still held
+	release()
+	run := structuredOf(t, s.toolCall("tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "x", "command": "true"}}}))
+	if ts := tasksOf(s.waitGraph(run["graphId"].(string))); ts["x"]["status"] != "succeeded" {
+		t.Errorf("task x = %v/%v, want succeeded", ts["x"]["status"], ts["x"]["errorCode"])
+	}
+	s.stdin.Close()
+	if code := s.waitExit(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	if strings.Contains(s.stderr.String(), "level=ERROR") || strings.Contains(s.stderr.String(), "INTERNAL") {
+		t.Errorf("a held lock was logged as an error:\n%s", s.stderr)
+	}
+	if !strings.Contains(s.stderr.String(), "another process holds the database's write lock") {
+		t.Errorf("the server did not log why the store was not open:\n%s", s.stderr)
+	}
+	if runners := runnersOf(t, ws, s); len(runners) != 1 || runners[0].StoppedAt == nil {
+		t.Errorf("runners = %+v, want this server's, marked stopped", runners)
+	}
+}
+
+// runnersOf is the runners the server s recorded on workspace ws.
+func runnersOf(t *testing.T, ws string, s *server) []store.Runner {
+	var mine []store.Runner
+	for _, r := range listRunners(t, ws) {
+		if r.Pid == s.cmd.Process.Pid {
+			mine = append(mine, r)
+		}
+	}
+	return mine
+}
+
+// A shutdown while the store could not be opened for a held lock exits 0, whether the
+// lock is still held (nothing was opened, so nothing ran: no runner is recorded) or was
+// released in the meantime (the shutdown opens the store and leaves the runner's record,
+// marked stopped, as every server does).
+func TestStdio_ShutdownWhileStoreLocked(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		release bool
+		stop    func(*server)
+	}{
+		{"held/stdin-eof", false, func(s *server) { s.stdin.Close() }},
+		{"held/SIGTERM", false, func(s *server) { s.signal(syscall.SIGTERM) }},
+		{"released/stdin-eof", true, func(s *server) { s.stdin.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, ws, release := startLocked(t)
+			if tc.release {
+				release()
+			}
+			tc.stop(s)
+			if code := s.waitExit(); code != 0 {
+				t.Fatalf("exit code %d, want 0", code)
+			}
+			release()
+			runners := runnersOf(t, ws, s)
+			switch {
+			case !tc.release && len(runners) != 0:
+				t.Errorf("runners = %+v, want none: the store never opened", runners)
+			case tc.release && (len(runners) != 1 || runners[0].StoppedAt == nil):
+				t.Errorf("runners = %+v, want this server's, marked stopped", runners)
+			}
+			if !tc.release && !strings.Contains(s.stderr.String(), "stopped without opening the workspace's state") {
+				t.Errorf("stderr does not say the state was never opened:\n%s", s.stderr)
+			}
+		})
+	}
+}
+
+// A store that cannot be opened (here a database file that is not one) is reported where
+// the user and the model see it: the error on stderr when it happens (once the client has
+// the tool list), every tool call refused with its cause, and exit status 1 with the
+// error when the client disconnects.
+func TestStdio_StoreThatCannotOpen(t *testing.T) {
+	ws := t.TempDir()
+	state := filepath.Join(ws, store.StateDirName)
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, store.DBFileName), []byte(strings.Repeat("not a database ", 300)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, ws)
+	s.initialize()
+	if list, _ := s.call("tools/list", nil, nil)["result"].(map[string]any); list["tools"] == nil {
+		t.Errorf("tools/list = %v", list)
+	}
+	s.waitStderr("could not open the workspace's state")
+	for _, tool := range []string{"tasks_list", "shell_list"} {
+		res := s.toolCall(tool, map[string]any{})
+		if text := resultText(res); res["isError"] != true || !strings.HasPrefix(text, "INTERNAL: ") ||
+			!strings.Contains(text, "could not open the workspace's state") || !strings.Contains(text, "not a database") {
+			t.Errorf("%s = %q, want INTERNAL saying the state could not be opened and why", tool, text)
+		}
+	}
+	s.stdin.Close()
+	if code := s.waitExit(); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if lines := strings.Split(strings.TrimSpace(s.stderr.String()), "\n"); !strings.HasPrefix(lines[len(lines)-1], "mcp-harness: ") || !strings.Contains(lines[len(lines)-1], "not a database") {
+		t.Errorf("stderr = %q, want it to end with the error", s.stderr)
+	}
+}
+
 func TestStdio_FlagsFromEnvironment(t *testing.T) {
 	ws, state := t.TempDir(), filepath.Join(t.TempDir(), "state")
 	cmd := exec.Command(binPath, "stdio")

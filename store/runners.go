@@ -33,10 +33,20 @@ type Runner struct {
 
 // RegisterRunner records the calling process as a new runner whose lease runs for lease.
 func (db *DB) RegisterRunner(ctx context.Context, version string, lease time.Duration) (Runner, error) {
+	return db.RegisterRunnerAs(ctx, NewRunnerID(), version, lease)
+}
+
+// NewRunnerID is a new runner id, for RegisterRunnerAs.
+func NewRunnerID() string { return NewID("r-") }
+
+// RegisterRunnerAs is RegisterRunner with the id chosen beforehand (NewRunnerID): a
+// server that opens its store while it already answers its client logs under the id it
+// will have.
+func (db *DB) RegisterRunnerAs(ctx context.Context, id, version string, lease time.Duration) (Runner, error) {
 	host, _ := os.Hostname()
 	now := time.Now().UTC()
 	r := Runner{
-		ID:              NewID("r-"),
+		ID:              id,
 		ProcessIdentity: IdentifyProcess(os.Getpid()),
 		Hostname:        host,
 		Version:         version,

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -59,8 +60,13 @@ func OpenWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
 			return nil, fmt.Errorf("state dir: %w", err)
 		}
 	}
-	if err := WritePrivateFile(filepath.Join(ws.StateDir, ".gitignore"), []byte("*\n")); err != nil {
-		return nil, fmt.Errorf("state dir: %w", err)
+	// Written once: every server start opens the workspace (twice: for its log file, then
+	// for its store), and rewriting an unchanged file costs a create and a rename each time.
+	ignore, want := filepath.Join(ws.StateDir, ".gitignore"), []byte("*\n")
+	if have, err := os.ReadFile(ignore); err != nil || !bytes.Equal(have, want) {
+		if err := WritePrivateFile(ignore, want); err != nil {
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
 	}
 	return ws, nil
 }

@@ -13,13 +13,14 @@ import (
 	"github.com/mcp-harness/mcp-harness/internal/schematest"
 )
 
-// compiled caches the strict form of each output schema a test server sends, by its text.
+// compiled caches the strict form of each output schema, sent or whole, by its text.
 var compiled sync.Map // string -> *jsonschema.Schema
 
 // checkResult holds every tool result a test receives to the contract, so that no test
 // has to remember to and no new field can drift: its text and its structuredContent (as
 // JSON) fit the server's --max-result; a successful result's structuredContent validates
-// against the output schema the tool sends, made strict (every field present, no other);
+// against the output schema the tool sends, made strict (every field present, no other),
+// and against the whole output schema kept in the code (contracts), made strict likewise;
 // and an error's text is a code and a sentence with no Go names in it.
 func checkResult(t testing.TB, s *Server, name string, res *mcp.CallToolResult) {
 	t.Helper()
@@ -44,13 +45,17 @@ func checkResult(t testing.TB, s *Server, name string, res *mcp.CallToolResult) 
 		t.Errorf("%s: a successful result without structuredContent", name)
 		return
 	}
-	sch := outputSchemaOf(t, s, name)
-	if err := schematest.Validate(sch, res.StructuredContent); err != nil {
-		b, _ := json.Marshal(res.StructuredContent)
-		if len(b) > 2000 {
-			b = append(b[:2000], "..."...)
+	for _, c := range []struct {
+		which string
+		sch   *jsonschema.Schema
+	}{{"the output schema it sends", outputSchemaOf(t, s, name)}, {"its whole output schema", contractOf(t, name)}} {
+		if err := schematest.Validate(c.sch, res.StructuredContent); err != nil {
+			b, _ := json.Marshal(res.StructuredContent)
+			if len(b) > 2000 {
+				b = append(b[:2000], "..."...)
+			}
+			t.Errorf("%s: structuredContent does not match %s: %v\n%s", name, c.which, err, b)
 		}
-		t.Errorf("%s: structuredContent does not match the output schema: %v\n%s", name, err, b)
 	}
 }
 
@@ -81,4 +86,23 @@ func outputSchemaOf(t testing.TB, s *Server, tool string) *jsonschema.Schema {
 	}
 	t.Fatalf("no tool %s", tool)
 	return nil
+}
+
+// contractOf compiles the strict form of tool's whole output schema (contracts).
+func contractOf(t testing.TB, tool string) *jsonschema.Schema {
+	t.Helper()
+	v, ok := contracts.Load(tool)
+	if !ok {
+		t.Fatalf("no output schema recorded for %s", tool)
+	}
+	raw := string(mustJSON(v.(schema)))
+	if sch, ok := compiled.Load(raw); ok {
+		return sch.(*jsonschema.Schema)
+	}
+	sch, err := schematest.Compile(tool, []byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled.Store(raw, sch)
+	return sch
 }

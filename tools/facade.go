@@ -148,6 +148,7 @@ type facade struct {
 	waiting     int              // of which may wait
 	stopping    bool             // the input ended or Listen is returning: start nothing new
 	closed      bool             // Listen has returned: write nothing
+	listID      string           // a tools/list not answered yet: its answer starts the store's open
 
 	wg sync.WaitGroup // the requests the facade answers itself (Add under mu, while !stopping)
 }
@@ -296,6 +297,11 @@ func (f *facade) route(line []byte) bool {
 		f.trackLocked(id, &call{token: token})
 		f.mu.Unlock()
 	}
+	if m.Method == "tools/list" {
+		f.mu.Lock()
+		f.listID = id
+		f.mu.Unlock()
+	}
 	return true
 }
 
@@ -397,11 +403,13 @@ func (f *facade) answeredLocked(id string) (*call, bool) {
 var progressMethod = []byte(`"notifications/progress"`)
 
 // Write takes what mcp-go writes to the client, line by line, and drops progress
-// notifications of answered requests.
+// notifications of answered requests. Once the answer to a tools/list is out, the store
+// starts opening (Server.startOpen): the client has what it waits for at its start.
 func (f *facade) Write(p []byte) (int, error) {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
 	var lines [][]byte
+	listed := false
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
@@ -415,6 +423,9 @@ func (f *facade) Write(p []byte) (int, error) {
 		}
 		if line := f.filterLocked(f.partial[:i+1]); line != nil {
 			lines = append(lines, line)
+			if f.listID != "" && answers(line, f.listID) {
+				f.listID, listed = "", true
+			}
 		}
 		f.partial = f.partial[i+1:]
 	}
@@ -425,7 +436,20 @@ func (f *facade) Write(p []byte) (int, error) {
 		}
 	}
 	f.partial = append([]byte(nil), f.partial...) // don't pin a big buffer
+	if listed {
+		f.s.startOpen()
+	}
 	return len(p), nil
+}
+
+// answers reports whether line is the response to the request id (a jsonKey).
+func answers(line []byte, id string) bool {
+	var m rpcMessage
+	if json.Unmarshal(line, &m) != nil || m.Method != "" {
+		return false
+	}
+	got, ok := jsonKey(m.ID)
+	return ok && got == id
 }
 
 // filterLocked is what becomes of a line mcp-go writes: itself, or nil.
@@ -537,6 +561,13 @@ func (f *facade) handle(method string, raw json.RawMessage) (any, *rpcError) {
 		if members(params["inputResponses"]) == nil {
 			return nil, invalidParams("tasks/update: params.inputResponses must be an object of responses keyed like inputRequests (this server never asks for input, so {} will do)")
 		}
+	}
+	if err := f.s.ready(f.ctx); err != nil {
+		var busy *busyOpenError
+		if errors.As(err, &busy) {
+			return nil, &rpcError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("%s: another process holds the workspace database's write lock, so this server could not open its state yet; try again once it lets go", method)}
+		}
+		return nil, &rpcError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("%s: this server could not open the workspace's state: %v", method, err)}
 	}
 	var err error
 	if method == "tasks/cancel" {

@@ -27,14 +27,18 @@ const shutdownTimeout = 5 * time.Second
 
 // Serve runs the server on a pair of streams: it speaks MCP on in and out until in ends or
 // ctx is cancelled (the command cancels it on SIGTERM or SIGINT), then shuts down cleanly,
-// within shutdownTimeout, and returns nil. A workspace or store that cannot be opened is
-// returned as an error before anything is written to out. Signals and exit codes are the
-// caller's: Serve never exits the process. When cfg.Abort is closed, Serve records what it
-// can within abortTimeout (Server.Abort) and returns ErrAborted at once, leaving the
-// shutdown unfinished: the caller is to exit next.
+// within shutdownTimeout, and returns nil. A workspace that cannot be used is returned as
+// an error before anything is written to out. The store is opened once the client has its
+// tool list (Server.startOpen): if it cannot be, that is logged, every tool call says why,
+// and Serve returns the error when the session ends; unless another process held the
+// database's lock, which is no error: tool calls answer BUSY and open it again once it is
+// released (Server.ready). Signals and exit codes are the caller's: Serve never exits the
+// process. When cfg.Abort is closed, Serve records what it can within abortTimeout
+// (Server.Abort) and returns ErrAborted at once, leaving the shutdown unfinished: the
+// caller is to exit next.
 func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	setMemoryLimit()
-	srv, err := New(ctx, cfg)
+	srv, err := newServer(cfg)
 	if err != nil {
 		return err
 	}
@@ -48,6 +52,9 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		closeErr := srv.Close(closeCtx)
 		if listenErr != nil {
 			closeErr = listenErr
+		}
+		if openErr := srv.openFailed(); openErr != nil { // after Close, which waits for the open
+			closeErr = openErr
 		}
 		served <- closeErr
 	}()

@@ -9,12 +9,14 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-harness/mcp-harness/pty"
@@ -67,14 +69,25 @@ const (
 // server in front of them. New opens it, Listen speaks MCP until the input ends or the
 // context is cancelled, Close shuts everything down.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	ws     *store.Workspace
+	cfg      Config
+	log      *slog.Logger
+	ws       *store.Workspace
+	runnerID string // the id open registers the runner under
+	mcp      *server.MCPServer
+
+	// The attempts at open (see nextAttempt): the latest one, and whether Close or Abort
+	// has begun, after which only Close starts one. Guarded by openMu.
+	openMu  sync.Mutex
+	attempt *openAttempt
+	closing bool
+
+	// What open sets, read only by whoever saw the attempt that set them succeed (ready
+	// returned nil; Close and Abort look at its err): the store, the runner and the
+	// engines. Only one attempt runs at a time, and none after one succeeded.
 	db     *store.DB
 	runner store.Runner
 	shells *pty.Manager
 	tasks  *tasks.Engine
-	mcp    *server.MCPServer
 
 	closed sync.Once
 }
@@ -82,6 +95,23 @@ type Server struct {
 // New resolves the workspace, opens its store, registers this process as a runner and
 // starts the engines. Nothing is written to stdout.
 func New(ctx context.Context, cfg Config) (*Server, error) {
+	s, err := newServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &openAttempt{done: make(chan struct{}), cancel: func() {}}
+	s.attempt = a
+	s.run(ctx, a, false)
+	if a.err != nil {
+		return nil, a.err
+	}
+	return s, nil
+}
+
+// newServer resolves the workspace and makes the MCP side of a server, which answers
+// initialize and tools/list; open does the rest. A workspace that cannot be used is an
+// error here, before anything is answered.
+func newServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -91,29 +121,48 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = tasks.DefaultLease
+	}
 	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir})
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Lease <= 0 {
-		cfg.Lease = tasks.DefaultLease
-	}
-	db, err := store.OpenWith(ctx, ws.DBPath(), store.Options{BusyTimeout: cfg.BusyTimeout})
+	id := store.NewRunnerID()
+	s := &Server{cfg: cfg, log: cfg.Logger.With("runner", id), ws: ws, runnerID: id}
+	s.mcp = server.NewMCPServer("mcp-harness", cfg.Version,
+		server.WithInstructions(instructions),
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+	)
+	s.mcp.AddTools(s.registry()...)
+	return s, nil
+}
+
+// open opens the store, registers the runner and starts the engines; a failure leaves
+// nothing open, so that open can be tried again. New runs it at once; Serve leaves it
+// until the client has what it waits for at its start, initialize and tools/list
+// answered, neither of which needs the store (startOpen). Only run calls it.
+func (s *Server) open(ctx context.Context) error {
+	cfg := s.cfg
+	db, err := store.OpenWith(ctx, s.ws.DBPath(), store.Options{BusyTimeout: cfg.BusyTimeout})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	runner, err := db.RegisterRunner(ctx, cfg.Version, cfg.Lease)
+	// Registering under the same id on a later attempt is right: a failed write wrote
+	// nothing.
+	runner, err := db.RegisterRunnerAs(ctx, s.runnerID, cfg.Version, cfg.Lease)
 	if err != nil {
 		db.Close()
-		return nil, err
+		return err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("runner", runner.ID), ws: ws, db: db, runner: runner}
+	s.db, s.runner = db, runner
 	// The task engine keeps the runner's lease, and registers the runner again if it is
 	// lost (tasks/lease.go); the session records follow the runner it is now.
 	s.tasks = tasks.NewEngine(tasks.Config{
-		DB: db, Workspace: ws, RunnerID: runner.ID, MaxParallel: cfg.MaxParallel,
+		DB: db, Workspace: s.ws, RunnerID: runner.ID, MaxParallel: cfg.MaxParallel,
 		Limits: tasks.Limits{MaxTasks: cfg.MaxTasks}, Logger: s.log,
-		ArtifactsDir: ws.ArtifactsDir, Retention: cfg.Retention,
+		ArtifactsDir: s.ws.ArtifactsDir, Retention: cfg.Retention,
 		Lease: cfg.Lease, StaleAfter: cfg.StaleAfter, Version: cfg.Version, SubmitWait: cfg.MaxWait,
 		RunnerCommand: cfg.RunnerCommand,
 	})
@@ -123,14 +172,155 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Recorder:    sessionRecorder{db: db, runnerID: s.tasks.RunnerID},
 		Logger:      s.log,
 	})
-	s.mcp = server.NewMCPServer("mcp-harness", cfg.Version,
-		server.WithInstructions(instructions),
-		server.WithToolCapabilities(false),
-		server.WithRecovery(),
-	)
-	s.mcp.AddTools(s.registry()...)
-	s.log.Info("runner started", "workspace", ws.Root, "state", ws.StateDir, "pid", os.Getpid(), "version", cfg.Version)
-	return s, nil
+	s.log.Info("runner started", "workspace", s.ws.Root, "state", s.ws.StateDir, "pid", os.Getpid(), "version", cfg.Version)
+	return nil
+}
+
+// openFailed is, once Close has returned, the error of a store that could not be opened
+// for a reason other than a held lock; nil if it opened or only found the lock held.
+func (s *Server) openFailed() error {
+	s.openMu.Lock()
+	a := s.attempt
+	s.openMu.Unlock()
+	if a == nil {
+		return nil
+	}
+	select {
+	case <-a.done:
+		if !a.busy {
+			return a.err
+		}
+	default:
+	}
+	return nil
+}
+
+// openAttempt is one run of open. err is set before done is closed; cancel ends the
+// attempt's waits (Close calls it when its own deadline passes).
+type openAttempt struct {
+	done   chan struct{}
+	err    error
+	busy   bool // err is transient: the database's lock was held past the busy timeout
+	cancel context.CancelFunc
+}
+
+// failedBusy reports whether a has finished, failed on a held lock. Such an attempt is
+// made again by the next tool call, and by Close.
+func (a *openAttempt) failedBusy() bool {
+	select {
+	case <-a.done:
+		return a.busy
+	default:
+		return false
+	}
+}
+
+// run runs open as attempt a and records how it ended; logged, unless New runs it (New
+// returns the error). The log comes before done is closed, so before any call answers.
+func (s *Server) run(ctx context.Context, a *openAttempt, logged bool) {
+	err := s.open(ctx)
+	// Another process's write lock held past the busy timeout is transient (an operator's
+	// sqlite3 shell, a backup): nothing was written, and the lock will be released. So is
+	// an attempt that Close cut short. Anything else (a database newer than this binary,
+	// a state directory that cannot be written) stays until someone fixes it.
+	busy := err != nil && (errors.Is(err, store.ErrBusy) || ctx.Err() != nil)
+	switch {
+	case !logged:
+	case busy:
+		s.log.Warn("could not open the workspace's state: another process holds the database's write lock; tool calls answer BUSY, and the next one tries again", "err", err)
+	case err != nil:
+		s.log.Error("could not open the workspace's state: every tool call is refused until the server is restarted", "err", err)
+	}
+	a.err, a.busy = err, busy
+	close(a.done)
+}
+
+// nextAttempt is the attempt at open to wait for: the one in flight, or the one that
+// finished, or a new one, started on a goroutine of its own, when there is none yet or
+// the last one failed on a held lock and retry is set. A new attempt starts only once
+// the last has finished, so open never runs twice at once, and never after one succeeded:
+// the engines start once. Once Close or Abort has begun (closing), only Close's call
+// (byClose) starts one; nil is then what there is when nothing was ever started.
+func (s *Server) nextAttempt(retry, byClose bool) *openAttempt {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	if s.closing && !byClose {
+		return s.attempt
+	}
+	if a := s.attempt; a != nil && !(retry && a.failedBusy()) {
+		return a
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &openAttempt{done: make(chan struct{}), cancel: cancel}
+	s.attempt = a
+	go func() {
+		defer cancel()
+		s.run(ctx, a, true)
+	}()
+	return a
+}
+
+// beginClosing marks the server as closing (see nextAttempt) and returns the latest
+// attempt at open, or nil if none was made.
+func (s *Server) beginClosing() *openAttempt {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	s.closing = true
+	return s.attempt
+}
+
+// startOpen starts the first attempt at open, unless one has started already. The facade
+// calls it once the answer to tools/list is written, and ready and Close start one too:
+// whichever comes first. Started any earlier, the open (about 5 ms of CPU and disk here)
+// competes with answering the client on a machine whose cores are busy, and the client
+// waits longer; after, it runs while the client takes in the tool list, and a tool call
+// that comes before it is through waits for it (bench/startup.mjs measures both).
+func (s *Server) startOpen() { s.nextAttempt(false, false) }
+
+// ready waits until the store is open and returns nil, or returns why it is not: the
+// error of the attempt it waited for, or ctx's if ctx ends first. It starts an attempt if
+// none was made, or if the last one failed on a held lock (busyOpenError): each call that
+// finds the lock gone opens the store. Whatever uses the store or the engines calls it
+// first: every tool call does (bind).
+func (s *Server) ready(ctx context.Context) error {
+	a := s.nextAttempt(true, false)
+	if a == nil {
+		return tasks.ErrClosed // Abort came before anything was opened
+	}
+	select {
+	case <-a.done:
+		if a.busy {
+			return &busyOpenError{a.err}
+		}
+		return a.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// busyOpenError is ready's error when the attempt it waited for found the database's
+// lock held: the call answers BUSY, and the next one tries again.
+type busyOpenError struct{ err error }
+
+func (e *busyOpenError) Error() string { return e.err.Error() }
+func (e *busyOpenError) Unwrap() error { return e.err }
+
+// openFailure is the result of a tool call that ready refused. A held lock is BUSY: the
+// same call works once the other process lets go, and the server tries the open again
+// then. Anything else is INTERNAL and, unlike other internal errors, says why, since that
+// is what the user has to fix (a database newer than this binary, a state directory that
+// cannot be written); the server answers every call so until it is restarted.
+func (s *Server) openFailure(tool string, err error) *mcp.CallToolResult {
+	var busy *busyOpenError
+	switch {
+	case errors.As(err, &busy):
+		return mcp.NewToolResultError(fmt.Sprintf("%s: %s failed: another process holds the workspace database's write lock (an operator's sqlite3 shell or a backup, say), so this server could not open its state yet; nothing was lost. Call again once that process lets go: the next call opens it.",
+			codeBusy, tool))
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, tasks.ErrClosed):
+		return s.toolError(tool, err) // the call was cancelled, or the server is shutting down
+	}
+	return mcp.NewToolResultError(fmt.Sprintf("%s: %s failed: this server could not open the workspace's state, and answers no tool call: %v. Restart it once that is fixed.",
+		codeInternal, tool, err))
 }
 
 // MCPServer is the mcp-go server, for in-process tests.
@@ -159,6 +349,29 @@ const stopRunnerTimeout = 300 * time.Millisecond
 func (s *Server) Close(ctx context.Context) error {
 	var err error
 	s.closed.Do(func() {
+		// The open runs to its end first, started here if nothing needed it yet or if the
+		// last attempt found the lock held, so that every server leaves its runner's
+		// record, marked stopped. An attempt in flight is waited for: if it succeeds, its
+		// engines are stopped here. At the shutdown's deadline the attempt is told to stop
+		// waiting for the lock: the store gives up when the wait it is in ends (SQLite does
+		// not interrupt a wait on a lock), at most one busy timeout later.
+		s.beginClosing()
+		a := s.nextAttempt(true, true)
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			a.cancel()
+			<-a.done
+		}
+		if a.busy {
+			// Nothing was opened, so nothing ran: a lock that is still held is no reason
+			// to fail the exit.
+			s.log.Warn("stopped without opening the workspace's state: another process held the database's write lock", "err", a.err)
+			return
+		}
+		if a.err != nil {
+			return // one that failed left nothing to close; Serve returns its error
+		}
 		// Tasks and sessions stop side by side: each has its own grace period, and the
 		// whole shutdown must fit the few seconds a client waits before SIGKILL.
 		var wg sync.WaitGroup
@@ -189,6 +402,20 @@ var ErrAborted = errors.New("told to exit at once during the shutdown; recorded 
 func (s *Server) Abort(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	// An attempt at open in flight is waited for, within timeout, and none is started:
+	// a store that did not open ran nothing to record.
+	a := s.beginClosing()
+	if a == nil {
+		return
+	}
+	select {
+	case <-a.done:
+		if a.err != nil {
+			return
+		}
+	case <-ctx.Done():
+		return // nothing opened in time: nothing ran to record
+	}
 	s.tasks.Abort(ctx)
 	if err := s.db.StopRunner(ctx, s.tasks.RunnerID()); err != nil {
 		s.log.Warn("could not mark the runner stopped before exiting at once", "err", err)

@@ -97,28 +97,41 @@ func structured(t testing.TB, r *mcp.CallToolResult) map[string]any {
 	return m
 }
 
-// Each tool's schema, description and annotations are pinned: a change to what a model
-// reads before every call must be deliberate (go test ./tools -update rewrites them).
+// Each tool as tools/list sends it (schemas, description, annotations) is pinned in
+// testdata/<tool>.json, and its whole output schema, the contract of its results, in
+// testdata/<tool>.output.json (the end-to-end tests check results against both): a change
+// to what a model reads before every call, or to what a result holds, must be deliberate
+// (go test ./tools -update rewrites them).
 func TestToolSchemas_Golden(t *testing.T) {
 	s := newTestServer(t)
 	for _, tool := range s.registry() {
-		got, err := json.MarshalIndent(tool.Tool, "", "  ")
-		if err != nil {
-			t.Fatal(err)
+		name := tool.Tool.Name
+		contract, ok := contracts.Load(name)
+		if !ok {
+			t.Fatalf("%s: no output schema recorded", name)
 		}
-		path := filepath.Join("testdata", tool.Tool.Name+".json")
-		if *update {
-			if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+		for _, g := range []struct {
+			file string
+			v    any
+		}{{name + ".json", tool.Tool}, {name + ".output.json", contract}} {
+			got, err := json.MarshalIndent(g.v, "", "  ")
+			if err != nil {
 				t.Fatal(err)
 			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run go test ./tools -update)", err)
-		}
-		if diff := cmp.Diff(strings.TrimSpace(string(want)), strings.TrimSpace(string(got))); diff != "" {
-			t.Errorf("%s schema changed (-golden +now); run go test ./tools -update if intended:\n%s", tool.Tool.Name, diff)
+			path := filepath.Join("testdata", g.file)
+			if *update {
+				if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./tools -update)", err)
+			}
+			if diff := cmp.Diff(strings.TrimSpace(string(want)), strings.TrimSpace(string(got))); diff != "" {
+				t.Errorf("testdata/%s changed (-golden +now); run go test ./tools -update if intended:\n%s", g.file, diff)
+			}
 		}
 	}
 }

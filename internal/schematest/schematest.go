@@ -2,12 +2,13 @@
 // with a real JSON Schema validator (santhosh-tekuri/jsonschema, draft 2020-12), for the
 // tests of tools (in process) and of the binary (end to end). Only tests import it.
 //
-// A result is held to more than the sent schema says. The server sends its output schemas
-// compact (tools/schema.go): the shape and the enums, without "required" or
-// "additionalProperties", since tools/list is read in every conversation. The contract is
-// stricter (DESIGN, "Result shapes"): every field a schema lists is always present, and
-// there is no other. So Compile makes the schema strict first, and a field added to a
-// result but not to its schema, or one left out, fails the test that meets it.
+// A result is held to more than a sent schema says. The server sends only the names of a
+// result's fields (tools/schema.go); the whole schema (nested shapes, which fields may be
+// null, enums, types) is the contract, kept in the code and pinned in tools/testdata, and
+// results are checked against both. The contract is stricter still (DESIGN, "Result
+// shapes"): every field a schema lists is always present, and there is no other. So
+// Compile makes a schema strict first, and a field added to a result but not to its
+// schema, or one left out, fails the test that meets it.
 package schematest
 
 import (
@@ -20,7 +21,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Compile compiles a tool's output schema (as tools/list sends it), made strict.
+// Compile compiles a tool's output schema (as tools/list sends it, or whole), made strict.
 func Compile(tool string, raw []byte) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
