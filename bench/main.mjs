@@ -20,6 +20,7 @@ import { runDag } from './dag.mjs';
 import { runArchive } from './archive.mjs';
 import { runStore } from './store.mjs';
 import { runGoBench } from './gobench.mjs';
+import { runStartup } from './startup.mjs';
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
@@ -31,7 +32,7 @@ if (!argv.includes('--bin') || !bin || !fs.existsSync(bin)) {
 
 // --only a,b runs only the named comparisons (the step names below).
 const only = argv.includes('--only') ? argv[argv.indexOf('--only') + 1].split(',') : null;
-const steps = ['terminal', 'dag-server', 'archive', 'store', 'go-bench'];
+const steps = ['startup', 'terminal', 'dag-server', 'archive', 'store', 'go-bench'];
 for (const name of only || []) {
   if (!steps.includes(name)) {
     console.error(`--only: no comparison ${name} (there are ${steps.join(', ')})`);
@@ -74,6 +75,7 @@ if (!dc && (!only || only.includes('terminal'))) {
 
 const load0 = os.loadavg();
 const t0 = performance.now();
+await step('startup', () => runStartup({ bin, quick, old: oldBin ? [{ name: 'mcp-harness (old)', bin: oldBin }] : [] }));
 await step('terminal', () => runTerminal({ bin, oldBin, dc, quick }));
 await step('dag-server', () => runDag({ bin, oldBin, quick }));
 await step('archive', () => runArchive({ bin, oldBin, quick }));
@@ -114,6 +116,16 @@ function issueRow(figure, floor, harness, r, target, ok, before, old) {
 const OLD = 'mcp-harness (old)';
 const oldName = `mcp-harness ${oldRev} (old build)`;
 
+const startup = results.startup;
+if (startup) {
+  for (const r of startup.rows) row(r.group, r.metric, r.harness, r.who, r.base, r.ratio, r.target, r.ok);
+  const f = startup.figures;
+  const t = f['mcp-harness'].ts.total;
+  const o = f[OLD]?.ts.total;
+  issueRow('cold start as the TypeScript SDK client sees it (spawn → tools/list returned)', `Go minimal MCP server ${fmtSpread(f.floor.ts.total)}`,
+    fmtSpread(t), fmtRatio(ratio(t.median, f.floor.ts.total.median)), '≤ 25 ms', t.median <= 25, '77 ms', o && fmtSpread(o));
+}
+
 const term = results.terminal;
 const dcName = dc ? `Desktop Commander ${dc.version}` : 'Desktop Commander';
 if (term) {
@@ -139,8 +151,12 @@ if (term) {
     row(g, 'tools/list answer size', fmtBytes(h.toolsListBytes), oldName, fmtBytes(o.toolsListBytes), fmtRatio(ratio(h.toolsListBytes, o.toolsListBytes), 'smaller'));
     row(g, `interactive round trip (median of ${c.trips})`, fmtMs(h.roundTripMs), oldName, fmtMs(o.roundTripMs), fmtRatio(ratio(h.roundTripMs, o.roundTripMs), 'faster'));
   }
-  issueRow('cold start as the TypeScript SDK client sees it (spawn → tools/list returned)', `${dcName} ${fmtMs(d?.startMedianMs)}`,
-    fmtMs(h.startMedianMs), '—', '≤ 25 ms', h.startMedianMs <= 25, '77 ms', o && fmtMs(o.startMedianMs));
+  // The issue's cold-start row comes from bench/startup.mjs (below) when it ran: the
+  // TypeScript SDK's listTools() returned, beside the Go minimal MCP server.
+  if (!results.startup) {
+    issueRow('cold start as the TypeScript SDK client sees it (spawn → tools/list returned)', `${dcName} ${fmtMs(d?.startMedianMs)}`,
+      fmtMs(h.startMedianMs), '—', '≤ 25 ms', h.startMedianMs <= 25, '77 ms', o && fmtMs(o.startMedianMs));
+  }
 
   const b = term.bulk;
   if (b) {
