@@ -179,12 +179,34 @@ func (c *cleaner) headLineStart(h int) int64 {
 func (c *cleaner) write(p []byte) {
 	for i := 0; i < len(p); {
 		b := p[i]
-		// Fast path: printable ASCII appended at the end of the line, the bulk of output.
 		if c.st == stGround && c.nutf == 0 && b >= 0x20 && b < 0x7f && c.col == len(c.line) {
-			c.line = append(c.line, rune(b))
-			c.col++
-			i++
-			c.pos++
+			// Fast paths: printable ASCII appended at the end of the line, the bulk of
+			// output. A whole line of it, ended here by a line feed, goes straight
+			// into the text: it is already what the screen shows.
+			j := i + 1
+			for j < len(p) && p[j] >= 0x20 && p[j] < 0x7f {
+				j++
+			}
+			if len(c.line) == 0 {
+				k := j
+				if k+1 < len(p) && p[k] == '\r' {
+					k++
+				}
+				if k < len(p) && p[k] == '\n' {
+					c.out = append(c.out, p[i:j]...)
+					c.pos += int64(k - i)
+					c.endLine()
+					c.pos++
+					i = k + 1
+					continue
+				}
+			}
+			for _, b := range p[i:j] {
+				c.line = append(c.line, rune(b))
+			}
+			c.col += j - i
+			c.pos += int64(j - i)
+			i = j
 			continue
 		}
 		if c.step(b) {
@@ -381,6 +403,12 @@ func (c *cleaner) put(r rune) {
 // newline finishes the current line.
 func (c *cleaner) newline() {
 	c.out = appendLine(c.out, c.line)
+	c.endLine()
+}
+
+// endLine finishes the current line once its cells are in out; pos is the offset of the
+// byte that ends it.
+func (c *cleaner) endLine() {
 	c.out = append(c.out, '\n')
 	if c.watch >= 0 && c.found < 0 && len(c.out) > c.watch {
 		c.found = c.lineRaw

@@ -155,6 +155,16 @@ func FuzzClean(f *testing.F) {
 		if chunked := c.bytes(); !bytes.Equal(chunked, []byte(got)) {
 			t.Fatalf("Clean(%q) = %q, but in two pieces cut at %d: %q", in, got, k, chunked)
 		}
+		// A byte at a time, no line is ever whole in one write: the fast paths are not
+		// taken, and the cell-by-cell path must agree with them.
+		var one cleaner
+		one.init()
+		for i := range in {
+			one.write(in[i : i+1])
+		}
+		if slow := one.bytes(); !bytes.Equal(slow, []byte(got)) {
+			t.Fatalf("Clean(%q) = %q, but a byte at a time %q", in, got, slow)
+		}
 	})
 }
 

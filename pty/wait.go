@@ -267,10 +267,17 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 		// A prompt shown after the last write means the shell has taken that input: the
 		// wait for it to do so does not apply.
 		freshPrompt := s.sh.waitsAtPrompt() && s.sh.promptTime.After(lastWrite)
-		changed := s.changedLocked()
+		settling := w.idle > 0 && end > w.baseEnd
+		// Output only moves the answers below later (idle, input) unless a pattern
+		// waits for it, or it would start the idle clock.
+		var changed <-chan struct{}
+		if mt != nil || w.idle > 0 && !settling {
+			changed = s.changedLocked()
+		} else {
+			changed = s.eventLocked()
+		}
 		s.mu.Unlock()
 
-		settling := w.idle > 0 && end > w.baseEnd
 		var reason string
 		var input *foregroundRead
 		switch {
