@@ -244,8 +244,10 @@ func BenchmarkShutdownBusy(b *testing.B) {
 }
 
 // BenchmarkShellBulkRead is bench/'s bulk shape: a session's program prints 20 MB of
-// 80-byte lines and a marker while the client reads (shell_io) until it exits, as a model
-// would. Each round runs, interleaved so that the machine's load falls on all alike:
+// 80-byte lines and a marker while the client reads until it exits, as a model would:
+// "read" opens the session and reads (shell_io) until the program has exited, "waitFor"
+// opens it waiting for the marker line (the whole output goes through the pattern
+// matcher). Each round runs, interleaved so that the machine's load falls on all alike:
 //
 //   - floor: the same program under a bare PTY (creack/pty) read to io.Discard, with no
 //     server, emulator or MCP: what the terminal itself costs;
@@ -260,30 +262,34 @@ func BenchmarkShutdownBusy(b *testing.B) {
 func BenchmarkShellBulkRead(b *testing.B) {
 	const n = 20_000_000
 	cmd := fmt.Sprintf("yes %s | head -c %d; echo; echo BULK-DONE", strings.Repeat("x", 79), n)
-	old := os.Getenv("MCP_HARNESS_BENCH_OLD")
-	var floor, this, prev []time.Duration
-	var thisX, oldX []float64
-	var peak, oldPeak int
-	for b.Loop() {
-		f := bulkFloor(b, cmd, n)
-		floor = append(floor, f)
-		d, p := bulkRead(b, binPath, cmd)
-		this, thisX = append(this, d), append(thisX, float64(d)/float64(f))
-		peak = max(peak, p)
-		if old != "" {
-			d, p := bulkRead(b, old, cmd)
-			prev, oldX = append(prev, d), append(oldX, float64(d)/float64(f))
-			oldPeak = max(oldPeak, p)
-		}
-	}
-	b.ReportMetric(median(floor), "floor-ms")
-	b.ReportMetric(median(this), "this-ms")
-	b.ReportMetric(medianOf(thisX), "x-floor")
-	b.ReportMetric(float64(peak)/1024, "peak-MiB")
-	if old != "" {
-		b.ReportMetric(median(prev), "old-ms")
-		b.ReportMetric(medianOf(oldX), "old-x-floor")
-		b.ReportMetric(float64(oldPeak)/1024, "old-peak-MiB")
+	for _, shape := range []struct{ name, waitFor string }{{"read", ""}, {"waitFor", `(?m)^BULK-DONE\r?$`}} {
+		b.Run(shape.name, func(b *testing.B) {
+			old := os.Getenv("MCP_HARNESS_BENCH_OLD")
+			var floor, this, prev []time.Duration
+			var thisX, oldX []float64
+			var peak, oldPeak int
+			for b.Loop() {
+				f := bulkFloor(b, cmd, n)
+				floor = append(floor, f)
+				d, p := bulkRead(b, binPath, cmd, shape.waitFor)
+				this, thisX = append(this, d), append(thisX, float64(d)/float64(f))
+				peak = max(peak, p)
+				if old != "" {
+					d, p := bulkRead(b, old, cmd, shape.waitFor)
+					prev, oldX = append(prev, d), append(oldX, float64(d)/float64(f))
+					oldPeak = max(oldPeak, p)
+				}
+			}
+			b.ReportMetric(median(floor), "floor-ms")
+			b.ReportMetric(median(this), "this-ms")
+			b.ReportMetric(medianOf(thisX), "x-floor")
+			b.ReportMetric(float64(peak)/1024, "peak-MiB")
+			if old != "" {
+				b.ReportMetric(median(prev), "old-ms")
+				b.ReportMetric(medianOf(oldX), "old-x-floor")
+				b.ReportMetric(float64(oldPeak)/1024, "old-peak-MiB")
+			}
+		})
 	}
 }
 
@@ -327,12 +333,20 @@ func bulkFloor(b *testing.B, command string, n int) time.Duration {
 }
 
 // bulkRead opens a session of the server at bin running command and reads until it
-// exits; it returns the time taken and the server's peak RSS in KiB.
-func bulkRead(b *testing.B, bin, command string) (time.Duration, int) {
+// exits, or with waitFor until that matches; it returns the time taken and the server's
+// peak RSS in KiB.
+func bulkRead(b *testing.B, bin, command, waitFor string) (time.Duration, int) {
 	c := startBenchClientAt(b, bin)
 	defer c.close()
 	c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
 	t0 := time.Now()
+	if waitFor != "" {
+		line := c.call("tools/call", fmt.Sprintf(`{"name":"shell_open","arguments":{"command":%q,"waitFor":%q,"timeoutMs":60000}}`, command, waitFor))
+		if !strings.Contains(line, `"reason":"matched"`) {
+			b.Fatalf("waitFor did not match: %.300s", line)
+		}
+		return time.Since(t0), peakRSS(b, c.cmd.Process.Pid)
+	}
 	line := c.call("tools/call", fmt.Sprintf(`{"name":"shell_open","arguments":{"command":%q,"timeoutMs":30000}}`, command))
 	var resp struct {
 		Result struct {

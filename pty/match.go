@@ -18,7 +18,7 @@ const matchWindow = 64 << 10
 // maxUnmatched bounds the cleaned text waiting for a pass: beyond it a pass runs even
 // when the rate limit would space it out, so the text that must be kept for it stays
 // bounded.
-const maxUnmatched = 1 << 20
+const maxUnmatched = 256 << 10
 
 // matcher runs WaitFor over the cleaned text from the read's start to the end of the
 // output, which is what the call would return. The cleaner is incremental, so each chunk
@@ -35,11 +35,15 @@ const maxUnmatched = 1 << 20
 // little text.
 //
 // When output overflows the ring during the wait, the returned text starts later than
-// the matcher's; the matcher then starts over from the oldest buffered byte at its next
-// pass, so it never matches text the call would not return.
+// the matcher's: the matcher goes on (its window is at the end), no longer taking its
+// start for the start of the text (\A), and the read cleans what it returns afresh. Only
+// if output it has not cleaned yet was overwritten does it start over at the oldest
+// byte held.
 type matcher struct {
 	re, mid   *regexp.Regexp // mid is nil when re has no \A; then windows use re
 	window    bool           // false: every pass covers the whole text (mid could not be made)
+	lit       []byte         // text every match contains (requiredLiteral); empty if none found
+	slid      bool           // output before the text's end overflowed the ring (see load)
 	span      int            // matchWindow; tests make it smaller
 	maxBytes  int
 	k         *capCleaner
@@ -54,26 +58,48 @@ type matcher struct {
 
 func newMatcher(re *regexp.Regexp, maxBytes int) *matcher {
 	mt := &matcher{re: re, maxBytes: maxBytes, span: matchWindow, from: -1, checked: -1}
-	mt.mid, mt.window = midRegexp(re)
+	tree, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return mt // no windows: every pass covers the whole text, as re does
+	}
+	mt.lit = []byte(requiredLiteral(tree))
+	if !dropBeginText(tree) {
+		mt.window = true
+		return mt
+	}
+	if mid, err := regexp.Compile(tree.String()); err == nil {
+		mt.mid, mt.window = mid, true
+	}
 	return mt
 }
 
-// midRegexp returns re for a text that does not begin where the output does: \A is
-// replaced by a class that matches nothing. It returns nil and true when re has no \A,
-// and false when the copy cannot be made.
-func midRegexp(re *regexp.Regexp) (*regexp.Regexp, bool) {
-	tree, err := syntax.Parse(re.String(), syntax.Perl)
-	if err != nil {
-		return nil, false
+// requiredLiteral returns the longest literal text every match of re contains, "" when
+// it finds none (case-folded literals are not looked at). A window without it cannot
+// hold a match, and looking for it is many times faster than running re: a pattern such
+// as (?m)^DONE$ gives Go's regexp no prefix to look for.
+func requiredLiteral(re *syntax.Regexp) string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return ""
+		}
+		return string(re.Rune)
+	case syntax.OpCapture, syntax.OpPlus:
+		return requiredLiteral(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return requiredLiteral(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		best := ""
+		for _, sub := range re.Sub {
+			if l := requiredLiteral(sub); len(l) > len(best) {
+				best = l
+			}
+		}
+		return best
 	}
-	if !dropBeginText(tree) {
-		return nil, true
-	}
-	mid, err := regexp.Compile(tree.String())
-	if err != nil {
-		return nil, false
-	}
-	return mid, true
+	return ""
 }
 
 // dropBeginText replaces every \A in re by an empty class, and reports whether it found
@@ -91,22 +117,24 @@ func dropBeginText(re *syntax.Regexp) bool {
 }
 
 // load takes up to readChunk bytes of new output from the ring, and reports whether more
-// is waiting; the caller holds the session lock. due says whether a pass will follow,
-// which is when an overflowed matcher is rebuilt.
-func (mt *matcher) load(r *ring, start int64, due bool) bool {
+// is waiting; the caller holds the session lock.
+func (mt *matcher) load(r *ring, start int64) bool {
 	mt.seen = r.end
 	oldest := max(start, r.start())
-	switch {
-	case mt.from < 0 || mt.from < oldest && due:
+	if mt.from < 0 || mt.next < oldest {
+		// The first load, or output the matcher never cleaned is gone: start over at
+		// the oldest byte held, as the call's text will.
 		if mt.k == nil {
 			mt.k = newCapCleaner(mt.maxBytes, 0)
 		} else {
 			mt.k.reset()
 		}
 		mt.k.c.hold = 0
+		mt.slid = false
 		mt.from, mt.next, mt.checked, mt.passedAt = oldest, oldest, -1, 0
-	case mt.from < oldest:
-		return false // overflowed: rebuilt at the next pass rather than at every chunk
+	}
+	if mt.from < oldest {
+		mt.slid = true // the text's start is no longer the call's: \A cannot match there
 	}
 	mt.pending, _ = r.appendRange(mt.pending[:0], mt.next, min(r.end, mt.next+readChunk))
 	mt.next += int64(len(mt.pending))
@@ -127,10 +155,10 @@ func (mt *matcher) check(due bool) bool {
 	text := c.bytes()
 	w := c.hold
 	re := mt.re
-	if w > 0 && mt.mid != nil {
+	if (w > 0 || mt.slid) && mt.mid != nil {
 		re = mt.mid
 	}
-	ok := re.Match(text[w:])
+	ok := (len(mt.lit) == 0 || bytes.Contains(text[w:], mt.lit)) && re.Match(text[w:])
 	mt.checked, mt.passedAt = mt.next, finished
 	// The next pass starts at the line holding the byte matchWindow before the end of
 	// the finished lines: a match it finds that this one did not must reach past them.

@@ -3,6 +3,7 @@ package pty
 import (
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"testing"
 )
@@ -12,6 +13,22 @@ import (
 var matchPatterns = []string{
 	`DONE`, `(?m)^R\d+\r?$`, `\$ $`, `^x`, `^$`, `(?m)^$`, `\bok\b`, `\Bk`, `(?m)^a.b$`,
 	`(?i)error`, `x\ny`, `^(?:ab|x)`, `\Ay|z\z`, `(?m)^\s*$`, `[^a-z]zz`, `(?s)a.{0,5}b`,
+	`(?:ab)+c`, `(ok|DONE)$`, `y{2}\n`, `(?i:Q)q+`,
+}
+
+func TestRequiredLiteral(t *testing.T) {
+	for pattern, want := range map[string]string{
+		`(?m)^BULK-DONE\r?$`: "BULK-DONE", `\$ $`: "$ ", `(?:ab)+c`: "ab", `(ok|DONE)$`: "",
+		`(?i)error`: "", `x*DONE`: "DONE", `(?:abc){2}d`: "abc", `a?bc`: "bc",
+	} {
+		tree, err := syntax.Parse(pattern, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := requiredLiteral(tree); got != want {
+			t.Errorf("requiredLiteral(%s) = %q, want %q", pattern, got, want)
+		}
+	}
 }
 
 // A windowed matcher answers as matching the whole cleaned text does, chunk after chunk:
@@ -32,7 +49,7 @@ func FuzzMatcherWindow(f *testing.F) {
 			want := re.Match(cleanBytes(data[:min(i+n, len(data))]))
 			var got bool
 			for more := true; more; {
-				more = mt.load(&r, 0, true)
+				more = mt.load(&r, 0)
 				got = mt.check(!more)
 			}
 			if got != want {
@@ -56,7 +73,7 @@ func TestMatcher_BoundedText(t *testing.T) {
 		fmt.Fprint(&ringWriter{&r}, line)
 		if i%1000 == 0 {
 			for more := true; more; {
-				more = mt.load(&r, 0, true)
+				more = mt.load(&r, 0)
 				if mt.check(!more) {
 					t.Fatalf("matched before DONE")
 				}
@@ -66,7 +83,7 @@ func TestMatcher_BoundedText(t *testing.T) {
 	fmt.Fprint(&ringWriter{&r}, "DONE\r\n")
 	matched := false
 	for more := true; more; {
-		more = mt.load(&r, 0, true)
+		more = mt.load(&r, 0)
 		matched = mt.check(!more)
 	}
 	if !matched {

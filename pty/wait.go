@@ -344,7 +344,7 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 			due := reason != "" || !now.Before(mt.nextCheck)
 			for more := true; more; {
 				s.mu.Lock()
-				more = mt.load(&s.ring, w.start, due)
+				more = mt.load(&s.ring, w.start)
 				s.mu.Unlock()
 				if mt.check(due && !more) {
 					return waitEnd{reason: ReasonMatched, mt: mt}, nil
