@@ -7,11 +7,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	creackpty "github.com/creack/pty"
 )
 
 // BenchmarkColdStart measures what a user waits for when a client launches the server:
@@ -241,52 +244,128 @@ func BenchmarkShutdownBusy(b *testing.B) {
 }
 
 // BenchmarkShellBulkRead is bench/'s bulk shape: a session's program prints 20 MB of
-// 80-byte lines and a marker while the client reads (shell_io) until it exits, as a model
-// would. It reports MB/s and the server's peak RSS. With MCP_HARNESS_BENCH_OLD naming
-// another build of the server, that build runs too, interleaved, for a same-run ratio:
+// 80-byte lines and a marker while the client reads until it exits, as a model would:
+// "read" opens the session and reads (shell_io) until the program has exited, "waitFor"
+// opens it waiting for the marker line (the whole output goes through the pattern
+// matcher). Each round runs, interleaved so that the machine's load falls on all alike:
+//
+//   - floor: the same program under a bare PTY (creack/pty) read to io.Discard, with no
+//     server, emulator or MCP: what the terminal itself costs;
+//   - this: the server built from this tree;
+//   - old: with MCP_HARNESS_BENCH_OLD naming another build of the server, that build.
+//
+// It reports the medians in ms (floor-ms, this-ms, old-ms), this-ms over floor-ms from the
+// same round (x-floor, median over rounds; old-x-floor likewise) and each server's peak RSS
+// over the run (peak-MiB, old-peak-MiB). ns/op is the whole round.
 //
 //	MCP_HARNESS_BENCH_OLD=/tmp/old go test -run '^$' -bench ShellBulkRead -benchtime 5x .
 func BenchmarkShellBulkRead(b *testing.B) {
-	bins := []struct{ name, path string }{{"this", ""}}
-	if old := os.Getenv("MCP_HARNESS_BENCH_OLD"); old != "" {
-		bins = append(bins, struct{ name, path string }{"old", old})
-	}
-	for _, bin := range bins {
-		b.Run(bin.name, func(b *testing.B) {
-			path := binPath
-			if bin.path != "" {
-				path = bin.path
-			}
-			const n = 20_000_000
-			var peak int
+	const n = 20_000_000
+	cmd := fmt.Sprintf("yes %s | head -c %d; echo; echo BULK-DONE", strings.Repeat("x", 79), n)
+	for _, shape := range []struct{ name, waitFor string }{{"read", ""}, {"waitFor", `(?m)^BULK-DONE\r?$`}} {
+		b.Run(shape.name, func(b *testing.B) {
+			old := os.Getenv("MCP_HARNESS_BENCH_OLD")
+			var floor, this, prev []time.Duration
+			var thisX, oldX []float64
+			var peak, oldPeak int
 			for b.Loop() {
-				c := startBenchClientAt(b, path)
-				c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
-				cmd := fmt.Sprintf("yes %s | head -c %d; echo; echo BULK-DONE", strings.Repeat("x", 79), n)
-				line := c.call("tools/call", fmt.Sprintf(`{"name":"shell_open","arguments":{"command":%q,"timeoutMs":30000}}`, cmd))
-				var resp struct {
-					Result struct {
-						StructuredContent struct {
-							SessionID string `json:"sessionId"`
-							Exited    bool   `json:"exited"`
-						} `json:"structuredContent"`
-					} `json:"result"`
+				f := bulkFloor(b, cmd, n)
+				floor = append(floor, f)
+				d, p := bulkRead(b, binPath, cmd, shape.waitFor)
+				this, thisX = append(this, d), append(thisX, float64(d)/float64(f))
+				peak = max(peak, p)
+				if old != "" {
+					d, p := bulkRead(b, old, cmd, shape.waitFor)
+					prev, oldX = append(prev, d), append(oldX, float64(d)/float64(f))
+					oldPeak = max(oldPeak, p)
 				}
-				if err := json.Unmarshal([]byte(line), &resp); err != nil {
-					b.Fatal(err)
-				}
-				id := resp.Result.StructuredContent.SessionID
-				for !resp.Result.StructuredContent.Exited {
-					line = c.call("tools/call", fmt.Sprintf(`{"name":"shell_io","arguments":{"sessionId":%q,"timeoutMs":30000}}`, id))
-					if err := json.Unmarshal([]byte(line), &resp); err != nil {
-						b.Fatal(err)
-					}
-				}
-				peak = max(peak, peakRSS(b, c.cmd.Process.Pid))
-				c.close()
 			}
-			b.SetBytes(n)
+			b.ReportMetric(median(floor), "floor-ms")
+			b.ReportMetric(median(this), "this-ms")
+			b.ReportMetric(medianOf(thisX), "x-floor")
 			b.ReportMetric(float64(peak)/1024, "peak-MiB")
+			if old != "" {
+				b.ReportMetric(median(prev), "old-ms")
+				b.ReportMetric(medianOf(oldX), "old-x-floor")
+				b.ReportMetric(float64(oldPeak)/1024, "old-peak-MiB")
+			}
 		})
 	}
+}
+
+func medianOf(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	return s[len(s)/2]
+}
+
+// bulkFloor runs command under a bare PTY and reads it to the end, checking that all n
+// bytes and the marker came through.
+func bulkFloor(b *testing.B, command string, n int) time.Duration {
+	t0 := time.Now()
+	c := exec.Command("/bin/sh", "-c", command)
+	master, err := creackpty.Start(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tail [64]byte
+	got := 0
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := master.Read(buf)
+		got += k
+		if k >= len(tail) {
+			copy(tail[:], buf[k-len(tail):k])
+		} else {
+			copy(tail[:], append(tail[k:], buf[:k]...))
+		}
+		if err != nil { // EIO: the program and everything it started are gone
+			break
+		}
+	}
+	master.Close()
+	_ = c.Wait()
+	if d := time.Since(t0); got < n || !strings.Contains(string(tail[:]), "BULK-DONE") {
+		b.Fatalf("floor read %d bytes ending %q, want more than %d and the marker", got, tail, n)
+	} else {
+		return d
+	}
+	return 0
+}
+
+// bulkRead opens a session of the server at bin running command and reads until it
+// exits, or with waitFor until that matches; it returns the time taken and the server's
+// peak RSS in KiB.
+func bulkRead(b *testing.B, bin, command, waitFor string) (time.Duration, int) {
+	c := startBenchClientAt(b, bin)
+	defer c.close()
+	c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
+	t0 := time.Now()
+	if waitFor != "" {
+		line := c.call("tools/call", fmt.Sprintf(`{"name":"shell_open","arguments":{"command":%q,"waitFor":%q,"timeoutMs":60000}}`, command, waitFor))
+		if !strings.Contains(line, `"reason":"matched"`) {
+			b.Fatalf("waitFor did not match: %.300s", line)
+		}
+		return time.Since(t0), peakRSS(b, c.cmd.Process.Pid)
+	}
+	line := c.call("tools/call", fmt.Sprintf(`{"name":"shell_open","arguments":{"command":%q,"timeoutMs":30000}}`, command))
+	var resp struct {
+		Result struct {
+			StructuredContent struct {
+				SessionID string `json:"sessionId"`
+				Exited    bool   `json:"exited"`
+			} `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(line), &resp); err != nil {
+		b.Fatal(err)
+	}
+	id := resp.Result.StructuredContent.SessionID
+	for !resp.Result.StructuredContent.Exited {
+		line = c.call("tools/call", fmt.Sprintf(`{"name":"shell_io","arguments":{"sessionId":%q,"timeoutMs":30000}}`, id))
+		if err := json.Unmarshal([]byte(line), &resp); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d := time.Since(t0)
+	return d, peakRSS(b, c.cmd.Process.Pid)
 }

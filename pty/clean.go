@@ -31,18 +31,51 @@ func Clean(b []byte) string {
 	return string(cleanBytes(b))
 }
 
-// cleanCapped is capText(cleanBytes(data), max, sinceOf) without holding the whole
-// cleaned text: the cleaner keeps the head and tail capText may return, and counts the
-// rest.
-func cleanCapped(data []byte, max int, sinceOf func(h int) int64) (string, int64) {
-	var c cleaner
-	c.init()
+// capCleaner cleans output fed to it in chunks of any size and keeps only what capText
+// would return of the whole cleaned text: the head and the tail, counting the bytes left
+// out between them, and the raw offsets of the lines the head holds, for the "re-read
+// from here" hint. Its memory is bounded by max, whatever the output's length.
+type capCleaner struct {
+	c   cleaner
+	max int
+}
+
+func newCapCleaner(max, sizeHint int) *capCleaner {
+	k := &capCleaner{max: max}
 	// capText's head is max/4 bytes (it looks at the byte after it to cut at a character
 	// boundary), its tail less than max.
-	c.keepHead, c.keepTail = max/4+utf8.UTFMax, max
-	c.out = make([]byte, 0, min(len(data)+len(data)/8, c.keepHead+2*c.keepTail+4096))
-	c.write(data)
-	return capGap(c.bytes(), c.dropped, max, sinceOf)
+	k.c.keepHead, k.c.keepTail = max/4+utf8.UTFMax, max
+	k.c.init()
+	k.c.out = make([]byte, 0, min(sizeHint+sizeHint/8, k.c.keepHead+2*k.c.keepTail+4096))
+	return k
+}
+
+func (k *capCleaner) write(p []byte) { k.c.write(p) }
+
+// reset starts over, for output that begins elsewhere.
+func (k *capCleaner) reset() {
+	k.c = cleaner{out: k.c.out[:0], line: k.c.line[:0], heads: k.c.heads, keepHead: k.c.keepHead, keepTail: k.c.keepTail}
+	k.c.init()
+}
+
+// text returns the capped text and how many bytes were left out. The marker gives the
+// offset to re-read the omitted part from when hint is set, base being the raw offset of
+// the first byte written.
+func (k *capCleaner) text(base int64, hint bool) (string, int64) {
+	var sinceOf func(h int) int64
+	if hint {
+		sinceOf = func(h int) int64 { return base + k.c.headLineStart(h) }
+	}
+	return capGap(k.c.bytes(), k.c.dropped, k.max, sinceOf)
+}
+
+// cleanCapped is capText(cleanBytes(data), max, sinceOf) without holding the whole
+// cleaned text, sinceOf giving the raw offset in data of the line holding a byte of the
+// head (as lineStart does) plus base; hint false leaves it out of the marker.
+func cleanCapped(data []byte, max int, base int64, hint bool) (string, int64) {
+	k := newCapCleaner(max, len(data))
+	k.write(data)
+	return k.text(base, hint)
 }
 
 // cleanBytes is Clean without the copy into a string: a read cleans up to a whole ring
@@ -107,22 +140,73 @@ type cleaner struct {
 	// them (see cleanCapped).
 	keepHead, keepTail int
 	dropped            int64
+	// hold, when >= 0, is where in out the text a caller still needs begins: it is kept
+	// as well, and moves with it when the middle is dropped (the WaitFor window).
+	hold int
+	// heads holds where each line starting within the first keepHead bytes of the text
+	// begins, cleaned and raw (see headLineStart); kept only with keepTail > 0.
+	heads []headLine
+}
+
+type headLine struct {
+	clean int
+	raw   int64
 }
 
 func (c *cleaner) init() {
 	c.watch = -1
 	c.found = -1
+	c.hold = -1
+	if c.keepTail > 0 {
+		c.heads = append(c.heads[:0], headLine{0, 0})
+	}
+}
+
+// headLineStart returns the raw offset of the start of the line holding byte h of the
+// text, for h within the head a capped cleaner keeps: what lineStart finds by cleaning
+// the output again.
+func (c *cleaner) headLineStart(h int) int64 {
+	i := len(c.heads) - 1
+	for i > 0 && c.heads[i].clean > h {
+		i--
+	}
+	if i < 0 {
+		return 0
+	}
+	return c.heads[i].raw
 }
 
 func (c *cleaner) write(p []byte) {
 	for i := 0; i < len(p); {
 		b := p[i]
-		// Fast path: printable ASCII appended at the end of the line, the bulk of output.
 		if c.st == stGround && c.nutf == 0 && b >= 0x20 && b < 0x7f && c.col == len(c.line) {
-			c.line = append(c.line, rune(b))
-			c.col++
-			i++
-			c.pos++
+			// Fast paths: printable ASCII appended at the end of the line, the bulk of
+			// output. A whole line of it, ended here by a line feed, goes straight
+			// into the text: it is already what the screen shows.
+			j := i + 1
+			for j < len(p) && p[j] >= 0x20 && p[j] < 0x7f {
+				j++
+			}
+			if len(c.line) == 0 {
+				k := j
+				if k+1 < len(p) && p[k] == '\r' {
+					k++
+				}
+				if k < len(p) && p[k] == '\n' {
+					c.out = append(c.out, p[i:j]...)
+					c.pos += int64(k - i)
+					c.endLine()
+					c.pos++
+					i = k + 1
+					continue
+				}
+			}
+			for _, b := range p[i:j] {
+				c.line = append(c.line, rune(b))
+			}
+			c.col += j - i
+			c.pos += int64(j - i)
+			i = j
 			continue
 		}
 		if c.step(b) {
@@ -319,20 +403,39 @@ func (c *cleaner) put(r rune) {
 // newline finishes the current line.
 func (c *cleaner) newline() {
 	c.out = appendLine(c.out, c.line)
+	c.endLine()
+}
+
+// endLine finishes the current line once its cells are in out; pos is the offset of the
+// byte that ends it.
+func (c *cleaner) endLine() {
 	c.out = append(c.out, '\n')
 	if c.watch >= 0 && c.found < 0 && len(c.out) > c.watch {
 		c.found = c.lineRaw
 	}
 	if c.keepTail > 0 && len(c.out) > c.keepHead+2*c.keepTail {
 		// Only the head and the tail will be returned (cleanCapped): drop the middle, so
-		// cleaning a whole buffer never holds a copy of it.
-		n := copy(c.out[c.keepHead:], c.out[len(c.out)-c.keepTail:])
-		c.dropped += int64(len(c.out) - c.keepHead - n)
-		c.out = c.out[:c.keepHead+n]
+		// cleaning a whole buffer never holds a copy of it. What is dropped is at least
+		// what is moved, so the copying stays linear in the text.
+		cut := len(c.out) - c.keepTail
+		if c.hold >= 0 {
+			cut = min(cut, c.hold)
+		}
+		if drop := cut - c.keepHead; drop >= max(c.keepTail, len(c.out)-cut) {
+			n := copy(c.out[c.keepHead:], c.out[cut:])
+			c.dropped += int64(drop)
+			c.out = c.out[:c.keepHead+n]
+			if c.hold >= 0 {
+				c.hold -= drop
+			}
+		}
 	}
 	c.line = c.line[:0]
 	c.col = 0
 	c.lineRaw = c.pos + 1
+	if c.keepTail > 0 && len(c.out) <= c.keepHead {
+		c.heads = append(c.heads, headLine{len(c.out), c.lineRaw})
+	}
 }
 
 // appendLine renders cells, with interior blanks as spaces and trailing ones dropped.

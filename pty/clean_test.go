@@ -155,25 +155,56 @@ func FuzzClean(f *testing.F) {
 		if chunked := c.bytes(); !bytes.Equal(chunked, []byte(got)) {
 			t.Fatalf("Clean(%q) = %q, but in two pieces cut at %d: %q", in, got, k, chunked)
 		}
+		// A byte at a time, no line is ever whole in one write: the fast paths are not
+		// taken, and the cell-by-cell path must agree with them.
+		var one cleaner
+		one.init()
+		for i := range in {
+			one.write(in[i : i+1])
+		}
+		if slow := one.bytes(); !bytes.Equal(slow, []byte(got)) {
+			t.Fatalf("Clean(%q) = %q, but a byte at a time %q", in, got, slow)
+		}
 	})
 }
 
+// lineStart is the reference for capCleaner's hint: the offset in raw of the start of
+// the line holding byte h of Clean(raw), found by cleaning raw again.
+func lineStart(raw []byte, h int) int64 {
+	var c cleaner
+	c.init()
+	c.watch = h
+	c.write(raw)
+	return c.lineStart()
+}
+
 // cleanCapped returns what capping the whole cleaned text returns, and says the same
-// about what it left out, whatever the output and the cap.
+// about what it left out and where to re-read it from, whatever the output, the cap and
+// the chunks it comes in.
 func FuzzCleanCapped(f *testing.F) {
 	f.Add([]byte("hello\r\nworld\r\n"), 64)
 	f.Add([]byte(strings.Repeat("line \x1b[31mred\x1b[0m ünï\r\n", 400)), 100)
 	f.Add([]byte(strings.Repeat("progress 10%\rprogress 99%\r\n€€€\n", 300)), 37)
 	f.Add([]byte(strings.Repeat("x", 5000)+"\n"+strings.Repeat("y\n", 3000)), 16)
+	f.Add([]byte(strings.Repeat("\n", 3000)+"ab\x1b[Acd\n"), 200)
 	f.Fuzz(func(t *testing.T, data []byte, max int) {
 		if max < 4 || max > 1<<16 {
 			return
 		}
-		sinceOf := func(h int) int64 { return int64(h) * 7 }
-		want, wantOmitted := capText(cleanBytes(data), max, sinceOf)
-		got, gotOmitted := cleanCapped(data, max, sinceOf)
+		const base = 1000
+		want, wantOmitted := capText(cleanBytes(data), max, func(h int) int64 { return base + lineStart(data, h) })
+		got, gotOmitted := cleanCapped(data, max, base, true)
 		if got != want || gotOmitted != wantOmitted {
-			t.Errorf("cleanCapped(%d bytes, %d) = %q, %d; want %q, %d", len(data), max, got, gotOmitted, want, wantOmitted)
+			t.Fatalf("cleanCapped(%d bytes, %d) = %q, %d; want %q, %d", len(data), max, got, gotOmitted, want, wantOmitted)
+		}
+		// In chunks, as a read takes them from the ring.
+		chunk := 1 + len(data)*7/(max+3)%97
+		k := newCapCleaner(max, 0)
+		for p := data; len(p) > 0; p = p[min(chunk, len(p)):] {
+			k.write(p[:min(chunk, len(p))])
+		}
+		if got, gotOmitted := k.text(base, true); got != want || gotOmitted != wantOmitted {
+			t.Fatalf("capCleaner in chunks of %d (%d bytes, %d) = %q, %d; want %q, %d", chunk, len(data), max, got, gotOmitted, want, wantOmitted)
 		}
 	})
 }

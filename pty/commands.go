@@ -282,22 +282,6 @@ func blankTail(r *ring, since, end int64) int64 {
 	return from + int64(i) + 1
 }
 
-// appendRange is appendFrom up to offset to.
-func (r *ring) appendRange(dst []byte, from, to int64) ([]byte, int64) {
-	from = max(from, r.start())
-	to = min(to, r.end)
-	if to <= from {
-		return dst, from
-	}
-	if len(r.buf) < r.size {
-		return append(dst, r.buf[from-r.start():to-r.start()]...), from
-	}
-	n, pos := int(to-from), int(from%int64(r.size))
-	first := min(n, r.size-pos)
-	dst = append(dst, r.buf[pos:pos+first]...)
-	return append(dst, r.buf[:n-first]...), from
-}
-
 // echoText is the cleaned text of [from, to) of the output: a command line as echoed.
 func echoText(r *ring, from, to int64) string {
 	if to-from > 64<<10 {

@@ -687,10 +687,8 @@ func (m *Manager) Close(ctx context.Context, id string, sig syscall.Signal, grac
 	m.recordClosed(ctx, id)
 
 	s.mu.Lock()
-	data, _ := s.ring.appendFrom(nil, s.cursor)
 	st := s.status
-	s.mu.Unlock()
-	out, _ := cleanCapped(data, DefaultMaxBytes, nil)
+	out, _, _ := s.outputText(s.cursor, s.ring.end, DefaultMaxBytes, false, false) // releases s.mu
 	return CloseResult{SessionID: id, ExitCode: st.code, Signal: st.signal, Output: out}, nil
 }
 

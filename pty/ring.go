@@ -1,62 +1,75 @@
 package pty
 
+// ringBlock is the unit a ring's memory grows by.
+const ringBlock = 64 << 10
+
 // ring keeps the last size bytes of a session's output, addressed by absolute offsets in
 // the stream (offset 0 is the first byte the program ever printed). Memory grows with the
 // output up to size and never beyond, so an idle session that printed little costs little,
 // and one that prints gigabytes costs size.
+//
+// The bytes live in blocks of ringBlock bytes, made as the output first reaches them:
+// the byte at offset o is at position o%size, in block (o%size)/ringBlock. Growing a
+// single buffer by doubling left each outgrown buffer behind for the collector, as much
+// again as the ring at its largest, in every session's peak.
 type ring struct {
-	size int
-	// buf holds bytes [end-len(buf), end). Until it first fills it is a plain prefix of
-	// the stream; once len(buf) == size, the byte at offset o lives at buf[o%size].
-	buf []byte
-	end int64 // total bytes ever written: the offset one past the newest byte
+	size   int
+	blocks [][]byte
+	end    int64 // total bytes ever written: the offset one past the newest byte
 }
 
 func newRing(size int) ring { return ring{size: size} }
 
 // start is the offset of the oldest byte still held.
-func (r *ring) start() int64 { return r.end - int64(len(r.buf)) }
+func (r *ring) start() int64 { return max(0, r.end-int64(r.size)) }
+
+// held is how many bytes of memory the ring holds.
+func (r *ring) held() int {
+	n := 0
+	for _, b := range r.blocks {
+		n += len(b)
+	}
+	return n
+}
+
+// block returns the block holding position pos and pos's index in it; with grow, the
+// block is made if the output first reaches it now (positions are written in order).
+func (r *ring) block(pos int, grow bool) ([]byte, int) {
+	i := pos / ringBlock
+	if grow && i == len(r.blocks) {
+		r.blocks = append(r.blocks, make([]byte, min(ringBlock, r.size-i*ringBlock)))
+	}
+	return r.blocks[i], pos % ringBlock
+}
 
 func (r *ring) write(p []byte) {
-	if free := r.size - len(r.buf); free > 0 {
-		k := min(free, len(p))
-		if len(r.buf)+k > cap(r.buf) {
-			// Grow geometrically but never past size, so the bound is exact.
-			c := min(r.size, max(2*cap(r.buf), len(r.buf)+k, 4096))
-			nb := make([]byte, len(r.buf), c)
-			copy(nb, r.buf)
-			r.buf = nb
-		}
-		r.buf = append(r.buf, p[:k]...)
-		r.end += int64(k)
-		p = p[k:]
-	}
-	if len(p) == 0 {
-		return
-	}
 	if len(p) > r.size { // only the last size bytes can survive
 		r.end += int64(len(p) - r.size)
 		p = p[len(p)-r.size:]
 	}
-	pos := int(r.end % int64(r.size))
-	n := copy(r.buf[pos:], p)
-	copy(r.buf, p[n:])
-	r.end += int64(len(p))
+	for len(p) > 0 {
+		b, j := r.block(int(r.end%int64(r.size)), true)
+		n := copy(b[j:], p)
+		p = p[n:]
+		r.end += int64(n)
+	}
 }
 
 // appendFrom appends the held bytes from offset off (clamped to start) to the end onto dst,
 // and returns the offset the copied bytes begin at.
 func (r *ring) appendFrom(dst []byte, off int64) ([]byte, int64) {
-	off = max(off, r.start())
-	if off >= r.end {
-		return dst, r.end
+	return r.appendRange(dst, off, r.end)
+}
+
+// appendRange is appendFrom up to offset to.
+func (r *ring) appendRange(dst []byte, from, to int64) ([]byte, int64) {
+	from = max(from, r.start())
+	to = min(to, r.end)
+	for o := from; o < to; {
+		b, j := r.block(int(o%int64(r.size)), false)
+		n := min(int64(len(b)-j), to-o)
+		dst = append(dst, b[j:j+int(n)]...)
+		o += n
 	}
-	if len(r.buf) < r.size {
-		return append(dst, r.buf[off-r.start():]...), off
-	}
-	pos := int(off % int64(r.size))
-	n := int(r.end - off)
-	first := min(n, r.size-pos)
-	dst = append(dst, r.buf[pos:pos+first]...)
-	return append(dst, r.buf[:n-first]...), off
+	return dst, from
 }

@@ -9,7 +9,7 @@ import (
 // TestRing checks the ring against the obvious model: the whole stream, of which the
 // last size bytes are kept.
 func TestRing(t *testing.T) {
-	for _, size := range []int{1, 7, 4096, 10000} {
+	for _, size := range []int{1, 7, 4096, 10000, 2*ringBlock + 1000} {
 		r := newRing(size)
 		var stream []byte
 		rng := rand.New(rand.NewPCG(1, uint64(size)))
@@ -24,8 +24,8 @@ func TestRing(t *testing.T) {
 			if r.end != int64(len(stream)) {
 				t.Fatalf("size %d: end = %d, want %d", size, r.end, len(stream))
 			}
-			if len(r.buf) > size || cap(r.buf) > size {
-				t.Fatalf("size %d: buffer len %d cap %d, want at most %d", size, len(r.buf), cap(r.buf), size)
+			if held := r.held(); held > size || held > len(stream)+ringBlock {
+				t.Fatalf("size %d: %d bytes held after %d written, want at most the size and a block more than written", size, held, len(stream))
 			}
 			wantStart := max(0, len(stream)-size)
 			for _, off := range []int64{0, int64(wantStart), r.end - 1, r.end, int64(rng.IntN(len(stream) + 1))} {

@@ -283,3 +283,27 @@ func TestScanner_rowsMatchReference(t *testing.T) {
 		}
 	}
 }
+
+// A flood of queries queues a bounded number of answers: scanning waits for them to go
+// out, the rest of the output waits in the ring.
+func TestTerm_PendingBounded(t *testing.T) {
+	s := &session{ring: newRing(DefaultBufferSize), cols: 80, rows: 24}
+	tm := newTerm(s, 80, 24)
+	s.ring.write(bytes.Repeat([]byte("\x1b[c"), 1<<20))
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	found, full := tm.scanAll()
+	if !found || !full {
+		t.Fatalf("scanAll() = found %v, full %v; want both", found, full)
+	}
+	if n, bound := len(tm.pending), maxPending+(64<<10)/3+1; n > bound {
+		t.Errorf("%d answers queued, want at most %d", n, bound)
+	}
+	if tm.sc.pos >= s.ring.end {
+		t.Errorf("scanned all %d bytes past the bound", s.ring.end)
+	}
+	tm.pending = nil // as if sent
+	if _, full := tm.scanAll(); !full {
+		t.Errorf("the scan did not go on (and stop again) once the answers were out")
+	}
+}

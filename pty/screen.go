@@ -171,12 +171,17 @@ func (t *term) step() (again time.Duration, bulk bool) {
 	t.mu.Lock()
 	now := time.Now()
 	before := t.sc.pos
-	if t.scanAll() {
+	found, full := t.scanAll()
+	if found {
 		t.lastNew = now
 		if t.sc.pos-before > burst {
 			t.lastBurst = now
 			bulk = true
 		}
+	}
+	if full {
+		// Scanning stopped at the answers' bound: on once these are out.
+		defer func() { again = time.Microsecond }()
 	}
 	if at, ok := t.firstCPR(); ok {
 		// A program waits for its cursor position: catch up to its query now.
@@ -230,11 +235,19 @@ func (t *term) flush() {
 	}
 }
 
-// scanAll scans the output up to the end of the ring and reports whether there was any.
-// The caller holds mu.
-func (t *term) scanAll() bool {
-	found := false
+// maxPending bounds the answers waiting to go out: a program that floods its output
+// with queries (a few bytes each) would otherwise have one queued for each, up to a ring
+// of output in one scan. Scanning pauses at the bound (it may be passed by one chunk's
+// worth) until they are sent; the output waits in the ring meanwhile.
+const maxPending = 4096
+
+// scanAll scans the output up to the end of the ring, or until maxPending answers wait
+// (full), and reports whether there was any. The caller holds mu.
+func (t *term) scanAll() (found, full bool) {
 	for {
+		if len(t.pending) >= maxPending {
+			return found, true
+		}
 		t.s.mu.Lock()
 		end, start := t.s.ring.end, t.s.ring.start()
 		t.evMu.Lock()
@@ -261,7 +274,7 @@ func (t *term) scanAll() bool {
 		}
 		t.evMu.Unlock()
 		if t.sc.pos >= end {
-			return found
+			return found, false
 		}
 	}
 }
@@ -519,7 +532,11 @@ func (t *term) answerCPRs() {
 // emulator only goes forward.
 func (t *term) snapshot(target int64) (*Screen, bool) {
 	t.mu.Lock()
-	t.scanAll()
+	for _, full := t.scanAll(); full; _, full = t.scanAll() {
+		t.advance(t.sc.pos, 0) // answers the cursor queries, so the rest can go
+		t.flush()
+		t.mu.Lock()
+	}
 	t.advance(target, 0)
 	if t.emu == nil {
 		t.flush()

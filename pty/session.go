@@ -51,6 +51,8 @@ type session struct {
 	sh           shellState    // what the shell integration marks said
 	openRun      int           // the run command whose last result said done: false (see exchange)
 	changed      chan struct{} // closed (and cleared) on new output or exit; made by a waiter
+	event        chan struct{} // the same, but not on output without integration marks
+	marked       bool          // the reader's chunk held a mark (outputSink)
 	waiters      int           // calls waiting on this session (tests use it to order events)
 	reaped       bool          // the leader has been waited for: its pid may be reused now
 	closed       bool          // the master has been closed by stop
@@ -205,7 +207,8 @@ func (s *session) readLoop() {
 			s.filter.feed(buf[:n], outputSink{s, now})
 			s.lastOutput = now
 			s.lastActivity = now
-			s.wakeLocked()
+			s.wakeLocked(s.marked)
+			s.marked = false
 			s.mu.Unlock()
 			s.term.wake()
 		}
@@ -214,7 +217,7 @@ func (s *session) readLoop() {
 			// instead of EOF). ErrClosed: stop closed the master.
 			s.mu.Lock()
 			s.filter.flush(outputSink{s, time.Now()})
-			s.wakeLocked()
+			s.wakeLocked(true)
 			s.mu.Unlock()
 			return
 		}
@@ -247,7 +250,7 @@ func (s *session) waitLoop(m *Manager) {
 	t.Stop()
 	s.mu.Lock()
 	s.status = st
-	s.wakeLocked()
+	s.wakeLocked(true)
 	s.mu.Unlock()
 	m.log.Debug("pty: session program exited", "id", s.id, "pid", s.pid, "status", st.String())
 	close(s.exitDone)
@@ -260,16 +263,34 @@ type outputSink struct {
 	now time.Time
 }
 
-func (o outputSink) output(p []byte)   { o.s.ring.write(p) }
-func (o outputSink) mark(m mark)       { o.s.sh.onMark(m, o.s.ring.end, o.now, &o.s.ring) }
+func (o outputSink) output(p []byte) { o.s.ring.write(p) }
+func (o outputSink) mark(m mark) {
+	o.s.sh.onMark(m, o.s.ring.end, o.now, &o.s.ring)
+	o.s.marked = true
+}
 func (o outputSink) pasteMode(on bool) { o.s.sh.paste = on }
 
-// wakeLocked tells the waiters that something changed.
-func (s *session) wakeLocked() {
+// wakeLocked tells the waiters that something changed: an event (an exit, the end of
+// the output, an integration mark) or output alone.
+func (s *session) wakeLocked(event bool) {
 	if s.changed != nil {
 		close(s.changed)
 		s.changed = nil
 	}
+	if event && s.event != nil {
+		close(s.event)
+		s.event = nil
+	}
+}
+
+// eventLocked returns a channel closed at the next event (see wakeLocked): a waiter
+// that output alone cannot end sleeps through bulk output instead of waking at every
+// read of it, which cost the program's throughput a goroutine wake-up per read.
+func (s *session) eventLocked() <-chan struct{} {
+	if s.event == nil {
+		s.event = make(chan struct{})
+	}
+	return s.event
 }
 
 // changedLocked returns a channel closed at the next change.

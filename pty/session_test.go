@@ -272,7 +272,7 @@ func TestManager_IO_droppedBytes(t *testing.T) {
 	}
 	s, _ := m.get("test", res.SessionID)
 	s.mu.Lock()
-	held := len(s.ring.buf)
+	held := s.ring.held()
 	s.mu.Unlock()
 	if held != size {
 		t.Errorf("ring holds %d bytes, want %d", held, size)

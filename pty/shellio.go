@@ -154,11 +154,11 @@ func (s *session) reread(op string, ro readOpts, res ReadResult) (ReadResult, er
 		s.mu.Unlock()
 		return res, invalidf(op, "end %d is past the end of session %s's output (%d)", *ro.end, s.id, end)
 	}
-	data, from := s.ring.appendRange(nil, *ro.since, *ro.end)
 	st := s.status
 	ready := s.sh.promptReady(s.lastOutput, time.Now())
 	res.Integration = s.sh.marks
-	s.mu.Unlock()
+	var from int64
+	res.Output, res.OmittedBytes, from = s.outputText(*ro.since, *ro.end, ro.maxBytes, ro.raw, true) // releases s.mu
 
 	res.Since, res.Cursor, res.DroppedBytes = from, max(*ro.end, from), from-*ro.since
 	switch {
@@ -170,11 +170,6 @@ func (s *session) reread(op string, ro readOpts, res ReadResult) (ReadResult, er
 		res.Reason = ReasonIdle
 	}
 	res.Exited, res.ExitCode, res.Signal = st.exited, st.code, st.signal
-	if ro.raw {
-		res.Output, res.OmittedBytes = capText(data, ro.maxBytes, func(h int) int64 { return from + int64(h) })
-	} else {
-		res.Output, res.OmittedBytes = cleanCapped(data, ro.maxBytes, func(h int) int64 { return from + lineStart(data, h) })
-	}
 	return res, nil
 }
 

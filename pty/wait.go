@@ -165,7 +165,7 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, in Input,
 			w.idle = DefaultIdle // no way to tell a shell without marks at its prompt
 		}
 	}
-	we, err := s.await(ctx, w, ro.re)
+	we, err := s.await(ctx, w, ro.re, ro.maxBytes)
 	if err != nil {
 		return res, fmt.Errorf("%s: session %q: wait: %w", op, s.id, err)
 	}
@@ -179,7 +179,6 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, in Input,
 			cmd = &c
 		}
 	}
-	var data []byte
 	var from, to, want int64
 	if cmd != nil {
 		// Only the command's own output: from where it starts (or where the last read
@@ -189,7 +188,7 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, in Input,
 		if cmd.Done {
 			to = cmd.Cursor
 		}
-		data, from = s.ring.appendRange(nil, want, to)
+		from = max(want, s.ring.start())
 		to = max(to, from)
 		if cmd.Done {
 			if s.openRun == cmd.ID {
@@ -200,7 +199,7 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, in Input,
 		}
 	} else {
 		want = start
-		data, from = s.ring.appendFrom(nil, start)
+		from = max(start, s.ring.start())
 		to = end
 		if c, ok := s.sh.last(&s.ring, now); ok && (!c.Done || c.Cursor > start || c.ID == running) {
 			cmd = &c // running, or finished during this call or within what it returns
@@ -215,32 +214,28 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, in Input,
 	if we.input != nil {
 		res.WaitingForInput = &InputWanted{Kind: we.input.kind, Prompt: promptLine(&s.ring)}
 	}
-	s.mu.Unlock()
+	if mt := we.mt; mt != nil && !ro.raw && mt.from == from && mt.next == to {
+		s.mu.Unlock()
+		// Already cleaned while waiting.
+		res.Output, res.OmittedBytes = mt.k.text(from, true)
+	} else {
+		res.Output, res.OmittedBytes, from = s.outputText(from, to, ro.maxBytes, ro.raw, true) // releases s.mu
+	}
 
-	res.Since, res.Cursor, res.DroppedBytes = from, to, from-want
+	res.Since, res.Cursor, res.DroppedBytes = from, max(to, from), from-want
 	res.Reason = we.reason
 	res.Command = cmd
 	res.Exited, res.ExitCode, res.Signal = st.exited, st.code, st.signal
-	if ro.raw {
-		res.Output, res.OmittedBytes = capText(data, ro.maxBytes, func(h int) int64 { return from + int64(h) })
-		return res, nil
-	}
-	sinceOf := func(h int) int64 { return from + lineStart(data, h) }
-	if mt := we.mt; mt != nil && mt.from == from && mt.next == to {
-		res.Output, res.OmittedBytes = capText(mt.c.bytes(), ro.maxBytes, sinceOf) // already cleaned while waiting
-	} else {
-		res.Output, res.OmittedBytes = cleanCapped(data, ro.maxBytes, sinceOf)
-	}
 	return res, nil
 }
 
 // await waits for the first of the reasons IO documents and returns it. The waiting is
 // driven by the session's change notifications and one timer; what the kernel knows
 // (a process blocked reading the terminal, a listening port) is asked on that timer.
-func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp) (waitEnd, error) {
+func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxBytes int) (waitEnd, error) {
 	var mt *matcher
 	if re != nil {
-		mt = &matcher{re: re, from: -1, checked: -1}
+		mt = newMatcher(re, maxBytes)
 	}
 	s.mu.Lock()
 	s.waiters++
@@ -272,10 +267,17 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp) (wai
 		// A prompt shown after the last write means the shell has taken that input: the
 		// wait for it to do so does not apply.
 		freshPrompt := s.sh.waitsAtPrompt() && s.sh.promptTime.After(lastWrite)
-		changed := s.changedLocked()
+		settling := w.idle > 0 && end > w.baseEnd
+		// Output only moves the answers below later (idle, input) unless a pattern
+		// waits for it, or it would start the idle clock.
+		var changed <-chan struct{}
+		if mt != nil || w.idle > 0 && !settling {
+			changed = s.changedLocked()
+		} else {
+			changed = s.eventLocked()
+		}
 		s.mu.Unlock()
 
-		settling := w.idle > 0 && end > w.baseEnd
 		var reason string
 		var input *foregroundRead
 		switch {
@@ -340,11 +342,13 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp) (wai
 			// Before any other answer the pattern is always checked: matching may be
 			// spaced out to spare the CPU, the answer must not depend on it.
 			due := reason != "" || !now.Before(mt.nextCheck)
-			s.mu.Lock()
-			mt.load(&s.ring, w.start, due)
-			s.mu.Unlock()
-			if mt.check(due) {
-				return waitEnd{reason: ReasonMatched, mt: mt}, nil
+			for more := true; more; {
+				s.mu.Lock()
+				more = mt.load(&s.ring, w.start)
+				s.mu.Unlock()
+				if mt.check(due && !more) {
+					return waitEnd{reason: ReasonMatched, mt: mt}, nil
+				}
 			}
 			if mt.unchecked() && mt.nextCheck.Before(wake) {
 				wake = mt.nextCheck
@@ -418,73 +422,6 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// matcher runs WaitFor over the cleaned text from the read's start to the end of the
-// output, which is what the call would return. The cleaner is incremental, so each chunk
-// is cleaned once; the regular expression runs over the whole text, so a match spanning
-// chunks is found. On a large text the regexp pass is what costs, so passes are spaced
-// out in proportion to how long the last one took (keeping them under a fifth of the
-// time), and the check before any other answer is never skipped.
-//
-// When output overflows the ring during the wait, the returned text starts later than
-// the matcher's; the matcher then starts over from the oldest buffered byte at its next
-// pass, so it never matches text the call would not return and its memory stays bounded
-// by the ring.
-type matcher struct {
-	re        *regexp.Regexp
-	c         cleaner
-	from      int64  // raw offset the cleaner started at; -1 before the first load
-	next      int64  // raw offset of the next byte to clean
-	seen      int64  // the end of the output at the last load
-	pending   []byte // raw bytes loaded but not yet cleaned
-	checked   int64  // next at the last regexp pass; -1 for none since a reset
-	nextCheck time.Time
-}
-
-// load takes the new output from the ring; the caller holds the session lock. due says
-// whether a regexp pass will follow, which is when an overflowed matcher is rebuilt.
-func (mt *matcher) load(r *ring, start int64, due bool) {
-	mt.seen = r.end
-	oldest := max(start, r.start())
-	switch {
-	case mt.from < 0 || mt.from < oldest && due:
-		mt.c = cleaner{}
-		mt.c.init()
-		mt.from, mt.next, mt.checked = oldest, oldest, -1
-	case mt.from < oldest:
-		return // overflowed: rebuilt at the next pass rather than at every chunk
-	}
-	mt.pending, _ = r.appendFrom(mt.pending[:0], mt.next)
-	mt.next = r.end
-}
-
-// check cleans what load took and, if due, runs the pattern over the text.
-func (mt *matcher) check(due bool) bool {
-	t0 := time.Now()
-	mt.c.write(mt.pending)
-	mt.pending = mt.pending[:0]
-	if !due || mt.checked == mt.next {
-		return false
-	}
-	ok := mt.re.Match(mt.c.bytes())
-	mt.checked = mt.next
-	t1 := time.Now()
-	mt.nextCheck = t1.Add(4 * t1.Sub(t0))
-	return ok
-}
-
-// unchecked reports whether output arrived that no pass has looked at yet.
-func (mt *matcher) unchecked() bool { return mt.checked != mt.seen }
-
-// lineStart returns the offset in raw of the start of the line holding byte h of
-// Clean(raw), for the "re-read from here" hint.
-func lineStart(raw []byte, h int) int64 {
-	var c cleaner
-	c.init()
-	c.watch = h
-	c.write(raw)
-	return c.lineStart()
 }
 
 // capText keeps text within max bytes: the head (a quarter, since the end of a terminal's

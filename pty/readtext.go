@@ -1,0 +1,67 @@
+package pty
+
+import "unicode/utf8"
+
+// readChunk is how much output a read copies out of the ring at a time to clean it. A
+// read returns at most MaxReadBytes of up to a whole ring of output; copying the range
+// whole, then cleaning the copy, held two more rings' worth of memory per read, which was
+// most of the server's peak under bulk output.
+const readChunk = 64 << 10
+
+// outputText returns the output [from, to) as a read returns it: cleaned (unless raw) and
+// capped at maxBytes, head and tail kept (capText). hint puts the offset to re-read an
+// omitted part from in the marker. It returns the text, how many bytes were left out, and
+// the offset the text starts at: from, or later when the program overwrote the start
+// while it was being cleaned (the ring is full and output flows faster than a read
+// cleans), in which case the read starts over at the oldest byte still held, as if it
+// had begun later.
+//
+// The caller holds s.mu; outputText releases it. The ring is read in place for raw
+// output and in bounded chunks for cleaned output, so a read never copies the whole
+// range, and the lock is held only while a chunk is copied, never while it is cleaned:
+// the reader goroutine is not held up.
+func (s *session) outputText(from, to int64, maxBytes int, raw, hint bool) (string, int64, int64) {
+	from = min(to, max(from, s.ring.start()))
+	if raw {
+		return s.rawText(from, to, maxBytes, hint)
+	}
+	k := newCapCleaner(maxBytes, int(to-from))
+	buf := make([]byte, 0, min(to-from, readChunk))
+	for pos := from; ; {
+		buf, _ = s.ring.appendRange(buf[:0], pos, min(to, pos+readChunk))
+		s.mu.Unlock()
+		k.write(buf)
+		pos += int64(len(buf))
+		if pos >= to {
+			break
+		}
+		s.mu.Lock()
+		if oldest := s.ring.start(); pos < oldest {
+			// Overwritten before it was read: what is gone would leave a hole.
+			from, pos = min(to, oldest), min(to, oldest)
+			k.reset()
+		}
+	}
+	text, omitted := k.text(from, hint)
+	return text, omitted, from
+}
+
+// rawText is outputText for raw output: only the head and tail capText keeps are copied.
+func (s *session) rawText(from, to int64, maxBytes int, hint bool) (string, int64, int64) {
+	var sinceOf func(h int) int64
+	if hint {
+		sinceOf = func(h int) int64 { return from + int64(h) }
+	}
+	keepHead, keepTail := int64(maxBytes/4+utf8.UTFMax), int64(maxBytes)
+	if to-from <= keepHead+keepTail {
+		data, _ := s.ring.appendRange(nil, from, to)
+		s.mu.Unlock()
+		text, omitted := capText(data, maxBytes, sinceOf)
+		return text, omitted, from
+	}
+	data, _ := s.ring.appendRange(make([]byte, 0, keepHead+keepTail), from, from+keepHead)
+	data, _ = s.ring.appendRange(data, to-keepTail, to)
+	s.mu.Unlock()
+	text, omitted := capGap(data, to-from-keepHead-keepTail, maxBytes, sinceOf)
+	return text, omitted, from
+}
