@@ -154,7 +154,8 @@ func (e *Engine) stopArchiver() {
 }
 
 // archiveLevel is the artifacts' gzip level: the fastest. Logs compress well even so, and
-// an archive is written once and rarely read.
+// an archive is written once and rarely read. A log that this level cannot shrink is
+// compressed with Huffman coding only (archivegz.go).
 const archiveLevel = gzip.BestSpeed
 
 // archive writes the artifact of the finished graph of snap (see spool).
@@ -195,7 +196,7 @@ func (e *Engine) archive(ctx context.Context, snap Snapshot) (store.Artifact, er
 	defer os.Remove(tmp.Name()) // a no-op after the rename
 	sum := sha256.New()
 	counter := &countingWriter{w: io.MultiWriter(tmp, sum)}
-	gz, err := gzip.NewWriterLevel(counter, archiveLevel)
+	gz, err := newMemberWriter(counter) // archivegz.go: the level is chosen per log
 	if err != nil {
 		tmp.Close()
 		return store.Artifact{}, err
@@ -210,7 +211,7 @@ func (e *Engine) archive(ctx context.Context, snap Snapshot) (store.Artifact, er
 		if path == "" {
 			continue
 		}
-		if err := copyLog(ctx, tw, logEntry(snap.Tasks[i].ID), path, m.Tasks[i].Log.Bytes, mtime); err != nil {
+		if err := copyLog(ctx, tw, gz, logEntry(snap.Tasks[i].ID), path, m.Tasks[i].Log.Bytes, mtime); err != nil {
 			tmp.Close()
 			return store.Artifact{}, err
 		}
@@ -232,17 +233,6 @@ func (e *Engine) archive(ctx context.Context, snap Snapshot) (store.Artifact, er
 		return store.Artifact{}, err
 	}
 	return store.Artifact{GraphID: graphID, Path: final, Bytes: counter.n, SHA256: hex.EncodeToString(sum.Sum(nil)), CreatedAt: time.Now().UTC()}, nil
-}
-
-// copyLog adds a log to the archive as the size the manifest recorded: a log that grew
-// since (a task's leftover cannot write any more, but be safe) is cut at that size.
-func copyLog(ctx context.Context, tw *tar.Writer, name, path string, size int64, mtime time.Time) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return writeEntry(tw, name, size, mtime, ctxReader{ctx, io.LimitReader(f, size)})
 }
 
 // ctxReader stops a long copy when its context ends (a shutdown must not wait for a

@@ -1,0 +1,161 @@
+package tasks
+
+import (
+	"archive/tar"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/gzip"
+)
+
+// The archive's compression is chosen per log. klauspost's LZ levels (every one of them,
+// 1 to 9) give up on high-entropy text such as base64 of random bytes and store it as it
+// is (ratio 1.000, where gzip -1 gets 0.78), while its Huffman-only mode codes the same
+// text to 0.76 at about 2.5 ms/MB; on ordinary logs level 1 is far better (0.22 on
+// BenchmarkArchive's log-like text), as Huffman-only never goes below the text's
+// per-byte entropy. A log is usually one kind of text from its start (a task writes one sort of
+// output), and tasks differ, so the choice is made per log from its first bytes: they
+// are compressed at archiveLevel into a counter, and a log that does not shrink
+// meaningfully is compressed with Huffman-only instead.
+//
+// The gzip stream is then several members (RFC 1952 allows it; Go's gzip readers, the
+// stdlib's and klauspost's, read members on by default, and so do GNU gzip and tar), one
+// new member where the level changes, started right after the tar header of the log that
+// needs it. The manifest is always at archiveLevel; a header (and the previous log's
+// padding) goes in whichever member is open, a few dozen bytes either way. Logs in a row
+// that take the same level share one member.
+const (
+	// sampleBytes is how much of a log's start decides its level: several of the
+	// compressor's blocks (64 KiB at level 1), so one odd block does not decide it, and
+	// small enough that the extra compression costs a couple of milliseconds per log. It
+	// is read once: the same bytes are then written to the archive.
+	sampleBytes = 256 << 10
+	// incompressible: a sample whose compressed size is above this fraction of it is
+	// taken for high-entropy text. klauspost stores such text (1.00); Huffman-only gains
+	// something as soon as the text uses fewer than ~7.5 bits a byte, and any log level 1
+	// helps with at all comes out well under it.
+	incompressible = 0.95
+)
+
+// levelPerLog off compresses every log at archiveLevel, as before: for BenchmarkArchive's
+// comparison only.
+var levelPerLog = true
+
+// memberWriter is the archive's gzip stream: one gzip.Writer at a time, a new member
+// whenever the level changes.
+type memberWriter struct {
+	w       io.Writer // the archive file (and its sha256)
+	gz      *gzip.Writer
+	level   int
+	byLvl   map[int]*gzip.Writer // reused across members
+	sample  *flate.Writer        // compresses samples into sampled
+	sampled countingWriter
+	buf     []byte // a log's first bytes
+}
+
+func newMemberWriter(w io.Writer) (*memberWriter, error) {
+	gz, err := gzip.NewWriterLevel(w, archiveLevel)
+	if err != nil {
+		return nil, err
+	}
+	return &memberWriter{w: w, gz: gz, level: archiveLevel, byLvl: map[int]*gzip.Writer{archiveLevel: gz}}, nil
+}
+
+func (m *memberWriter) Write(p []byte) (int, error) { return m.gz.Write(p) }
+
+// use makes what is written next go at level: it ends the current member and starts a
+// new one if the level differs.
+func (m *memberWriter) use(level int) error {
+	if level == m.level {
+		return nil
+	}
+	if err := m.gz.Close(); err != nil { // the member's trailer; m.w stays open
+		return err
+	}
+	gz, ok := m.byLvl[level]
+	if !ok {
+		var err error
+		if gz, err = gzip.NewWriterLevel(m.w, level); err != nil {
+			return err
+		}
+		m.byLvl[level] = gz
+	} else {
+		gz.Reset(m.w)
+	}
+	m.gz, m.level = gz, level
+	return nil
+}
+
+func (m *memberWriter) Close() error { return m.gz.Close() }
+
+// levelFor says which level suits a log that starts with sample.
+func (m *memberWriter) levelFor(sample []byte) (int, error) {
+	if len(sample) == 0 || !levelPerLog {
+		return archiveLevel, nil
+	}
+	m.sampled.n = 0
+	if m.sample == nil {
+		var err error
+		m.sampled.w = io.Discard
+		if m.sample, err = flate.NewWriter(&m.sampled, archiveLevel); err != nil {
+			return 0, err
+		}
+	} else {
+		m.sample.Reset(&m.sampled)
+	}
+	if _, err := m.sample.Write(sample); err != nil {
+		return 0, err
+	}
+	if err := m.sample.Close(); err != nil {
+		return 0, err
+	}
+	if float64(m.sampled.n) > incompressible*float64(len(sample)) {
+		return gzip.HuffmanOnly, nil
+	}
+	return archiveLevel, nil
+}
+
+// copyLog adds a log to the archive as the size the manifest recorded (a log that grew
+// since, which a task's leftover cannot do but be safe, is cut at that size), at the
+// level its start calls for.
+func copyLog(ctx context.Context, tw *tar.Writer, mw *memberWriter, name, path string, size int64, mtime time.Time) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := ctxReader{ctx, io.LimitReader(f, size)}
+	if mw.buf == nil {
+		mw.buf = make([]byte, sampleBytes)
+	}
+	n, err := io.ReadFull(r, mw.buf[:min(size, sampleBytes)])
+	if err != nil && err != io.ErrUnexpectedEOF { // a log cut short is reported below
+		return err
+	}
+	sample := mw.buf[:n]
+	level, err := mw.levelFor(sample)
+	if err != nil {
+		return err
+	}
+	// The header goes first, in the current member: tar.Writer writes the previous
+	// entry's padding and this header straight through on WriteHeader, so everything
+	// after it is this log's content.
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: size, ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	if err := mw.use(level); err != nil {
+		return err
+	}
+	if _, err := tw.Write(sample); err != nil {
+		return err
+	}
+	c, err := io.Copy(tw, r)
+	if err == nil && int64(n)+c != size {
+		err = fmt.Errorf("%s: read %d bytes, want %d", name, int64(n)+c, size)
+	}
+	return err
+}
