@@ -302,8 +302,8 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	e.bg.Wait()
-	// Nothing queues logs to prepare or remove from here on; prepLoop finishes the
-	// removals queued (see prelog.go) while the writer finishes.
+	// Nothing queues logs to prepare from here on; prepLoop finishes what is queued
+	// (see prelog.go) while the writer finishes.
 	e.preps.close()
 	e.writes.close()
 	writerDone := make(chan struct{})

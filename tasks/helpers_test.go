@@ -172,3 +172,33 @@ func mapValues(m map[string]Task) []Task {
 	}
 	return out
 }
+
+// waitFile waits until a file exists at path.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	t.Fatalf("%s never appeared", path)
+}
+
+// waitParked waits until some waiter holds n's channel for graphID: a wait that is
+// parked on it depends on the channel's next fire to wake.
+func waitParked(t *testing.T, n *notifier, graphID string) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for time.Now().Before(deadline) {
+		n.mu.Lock()
+		w := n.chans[graphID]
+		n.mu.Unlock()
+		if w != nil {
+			return
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
+	t.Fatalf("no wait parked on graph %s", graphID)
+}
