@@ -30,6 +30,13 @@ type testEnv struct {
 func newTestEngine(t *testing.T, mutate ...func(*Config)) *testEnv {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
+	return startTestEngine(t, mutate...)
+}
+
+// startTestEngine is newTestEngine for a test's further engines: the test's first checks
+// that nothing is left once they are all closed (the cleanups run last first).
+func startTestEngine(t *testing.T, mutate ...func(*Config)) *testEnv {
+	t.Helper()
 	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -201,4 +208,17 @@ func waitParked(t *testing.T, n *notifier, graphID string) {
 		time.Sleep(time.Millisecond) // polling a condition with a deadline
 	}
 	t.Fatalf("no wait parked on graph %s", graphID)
+}
+
+// waitGone waits until nothing exists at path.
+func waitGone(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); os.IsNotExist(err) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	t.Fatalf("%s is still there", path)
 }
