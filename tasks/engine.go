@@ -132,8 +132,9 @@ const DefaultRetention = 7 * 24 * time.Hour
 //   - writer tracks writeLoop, which ends once writes is closed and drained: after it,
 //     every state is in the store.
 //   - prepDone tracks prepLoop (prelog.go), which ends once preps is closed and drained.
-//   - archDone tracks archiveLoop (spool.go), which ends at the end of Close, after every
-//     task has been reaped: its thread ends with it.
+//   - the archiver (spool.go) is the process's: an engine holds a use of it from NewEngine
+//     to the end of Close, after every task has been reaped, and the last engine to let
+//     go ends it and waits for it (its thread ends with it).
 type Engine struct {
 	*Reader
 	cfg   Config
@@ -150,12 +151,10 @@ type Engine struct {
 	writes   *writeQueue
 	preps    *prepQueue     // logs to create ahead of their tasks (prelog.go)
 	prepDone sync.WaitGroup // prepLoop
-	// The archiver's goroutine and its queue (spool.go): started at the first archive,
-	// stopped at the end of Close (archClosed); archMu guards archq and archClosed.
+	// archClosed is set at the end of Close, when the engine lets go of its use of the
+	// archiver (spool.go); archMu guards it.
 	archMu     sync.Mutex
-	archq      chan archiveRequest
 	archClosed bool
-	archDone   sync.WaitGroup
 	changes    *notifier
 	finishes   *notifier // fired once a graph of this runner has finished and is written
 	stopBG     context.CancelFunc
@@ -241,6 +240,7 @@ func NewEngine(cfg Config) *Engine {
 		// The runner was registered (or renewed) just before the engine starts.
 		renewedAt: time.Now(),
 	}
+	lowArchiver.acquire() // let go of in Close (stopArchiver)
 	e.writeCtx, e.cancelWrites = context.WithCancel(context.Background())
 	e.writer.Add(1)
 	go e.writeLoop()
@@ -302,8 +302,8 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	e.bg.Wait()
-	// Nothing queues logs to prepare or remove from here on; prepLoop finishes the
-	// removals queued (see prelog.go) while the writer finishes.
+	// Nothing queues logs to prepare from here on; prepLoop finishes what is queued
+	// (see prelog.go) while the writer finishes.
 	e.preps.close()
 	e.writes.close()
 	writerDone := make(chan struct{})

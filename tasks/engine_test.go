@@ -329,6 +329,35 @@ func TestEngine_WaitUntilChange(t *testing.T) {
 	}
 }
 
+// After Close nothing of this runner changes any more: a wait on a graph it still owns
+// unfinished (its last states saved for the next runner, as a Close past its deadline on
+// a locked database leaves it) answers at once, not when its own deadline ends.
+func TestEngine_WaitAfterCloseOnAnOwnedGraphReturns(t *testing.T) {
+	te := newTestEngine(t)
+	ctx, cancel := context.WithTimeout(t.Context(), testWait)
+	defer cancel()
+	if err := te.e.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := store.GraphRow{ID: store.NewID("g-"), RunnerID: te.e.RunnerID(), MaxParallel: 1, CreatedAt: time.Now()}
+	if _, _, err := te.db.InsertGraph(t.Context(), g, []store.TaskRow{{GraphID: g.ID, ID: "a", Command: "true", Cwd: te.dir,
+		TaskState: store.TaskState{Status: string(Pending)}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		ids   []string
+		until Until
+	}{{nil, UntilDone}, {[]string{"a"}, UntilDone}, {nil, UntilChange}} {
+		snap, ok, err := te.e.Wait(ctx, g.ID, w.ids, w.until)
+		if ctx.Err() != nil {
+			t.Fatalf("Wait(%v, %s) after Close ran until its deadline", w.ids, w.until)
+		}
+		if ok || err != nil || len(snap.Tasks) != 1 || snap.Tasks[0].Status != Pending {
+			t.Errorf("Wait(%v, %s) after Close = %v, %v, %+v; want the graph as it is, not met", w.ids, w.until, ok, err, snap.Tasks)
+		}
+	}
+}
+
 // A refused graph leaves no row and no file.
 func TestEngine_InvalidGraphStoresNothing(t *testing.T) {
 	te := newTestEngine(t)

@@ -30,6 +30,13 @@ type testEnv struct {
 func newTestEngine(t *testing.T, mutate ...func(*Config)) *testEnv {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
+	return startTestEngine(t, mutate...)
+}
+
+// startTestEngine is newTestEngine for a test's further engines: the test's first checks
+// that nothing is left once they are all closed (the cleanups run last first).
+func startTestEngine(t *testing.T, mutate ...func(*Config)) *testEnv {
+	t.Helper()
 	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -171,4 +178,47 @@ func mapValues(m map[string]Task) []Task {
 		out = append(out, v)
 	}
 	return out
+}
+
+// waitFile waits until a file exists at path.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	t.Fatalf("%s never appeared", path)
+}
+
+// waitParked waits until some waiter holds n's channel for graphID: a wait that is
+// parked on it depends on the channel's next fire to wake.
+func waitParked(t *testing.T, n *notifier, graphID string) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for time.Now().Before(deadline) {
+		n.mu.Lock()
+		w := n.chans[graphID]
+		n.mu.Unlock()
+		if w != nil {
+			return
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
+	t.Fatalf("no wait parked on graph %s", graphID)
+}
+
+// waitGone waits until nothing exists at path.
+func waitGone(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); os.IsNotExist(err) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	t.Fatalf("%s is still there", path)
 }

@@ -177,6 +177,9 @@ func TestEngine_WaitFollowsAnAdoptedGraph(t *testing.T) {
 		_, ok, err := te.e.Wait(ctx, adopted.Graph.ID, nil, UntilDone)
 		done <- waited{ok, err}
 	}()
+	// Parked on this runner's finish before the adoption: a wait that reads the graph
+	// only after it would find a foreign graph at once and never need the wake-up.
+	waitParked(t, te.e.finishes, adopted.Graph.ID)
 
 	peer, err := te.db.RegisterRunner(t.Context(), "peer", time.Minute)
 	if err != nil {

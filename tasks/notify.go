@@ -63,3 +63,10 @@ func (n *notifier) closeAll() {
 	}
 	n.closed = true
 }
+
+// isClosed reports whether closeAll was called: every watch is closed from then on.
+func (n *notifier) isClosed() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.closed
+}

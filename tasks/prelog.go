@@ -11,10 +11,19 @@ package tasks
 // What is prepared: the next tasks of a graph likely to start, at most logsAhead per graph
 // at a time (scheduleLocked tops it up): ready tasks first, then the dependents of tasks
 // starting now whose other dependencies are running or succeeded (in a chain, the next
-// link). A log exists only for a task that started (the archive's manifest says "no log"
-// for the others): a prepared task that ends without starting (skipped, cancelled, shut
-// down) has its empty log removed again, queued behind its creation on the same goroutine,
-// so the two cannot cross.
+// link).
+//
+// A prepared log is never removed, even when its task ends without starting (skipped,
+// cancelled, shut down): what tells a log from a prepared file is the task's record, not
+// the file. An empty file of a task whose attempt is 0 is no log: the archive leaves it
+// out (spool.go), and a read of it (tasks_status, the CLI's logs, a follow) shows what a
+// missing file shows, nothing. Removing it instead would race with another runner: once
+// a peer has adopted the graph (forgetLocked), this runner's view of the task is stale,
+// and the peer may have started the task and opened the very file, still empty, that a
+// removal here would unlink, its output then lost. No check on this side can rule that
+// out (the peer's open and a stat-then-remove here do not exclude each other), and the
+// size-0, attempt-0 rule is needed anyway for a runner that crashed or let its graphs go
+// with logs prepared. The empty files go with the graph's logs when it expires.
 
 import (
 	"os"
@@ -25,25 +34,19 @@ import (
 // ahead of a burst of starts, few enough that a failure wastes little.
 const logsAhead = 16
 
-// prepItem is a log to create, or, with remove, a prepared log to remove again.
-type prepItem struct {
-	path   string
-	remove bool
-}
-
 // prepQueue is the unbounded queue between the engine and prepLoop.
 type prepQueue struct {
 	mu     sync.Mutex
-	items  []prepItem
+	items  []string // paths of the logs to create
 	closed bool
 	ready  chan struct{} // holds a token while there is something to take
 }
 
 func newPrepQueue() *prepQueue { return &prepQueue{ready: make(chan struct{}, 1)} }
 
-func (q *prepQueue) push(it prepItem) {
+func (q *prepQueue) push(path string) {
 	q.mu.Lock()
-	q.items = append(q.items, it)
+	q.items = append(q.items, path)
 	q.mu.Unlock()
 	select {
 	case q.ready <- struct{}{}:
@@ -61,7 +64,7 @@ func (q *prepQueue) close() {
 	}
 }
 
-func (q *prepQueue) take() ([]prepItem, bool) {
+func (q *prepQueue) take() ([]string, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	items := q.items
@@ -69,28 +72,19 @@ func (q *prepQueue) take() ([]prepItem, bool) {
 	return items, q.closed
 }
 
-// prepLoop works through the queue until it is closed and empty. Every removal queued is
-// carried out, so at Close no prepared log of a task that never started is left behind.
+// prepLoop works through the queue until it is closed and empty.
 func (e *Engine) prepLoop() {
 	defer e.prepDone.Done()
 	for {
-		items, closed := e.preps.take()
-		for _, it := range items {
-			if it.remove {
-				// Only if still empty: nothing writes to the log of a task that never
-				// started, but a removal must never cost a byte of output.
-				if fi, err := os.Stat(it.path); err == nil && fi.Size() == 0 {
-					os.Remove(it.path)
-				}
-				continue
-			}
+		paths, closed := e.preps.take()
+		for _, path := range paths {
 			// No O_CREATE of the graph's directory: a graph whose logs were removed
 			// meanwhile (it expired) gets none back.
-			if f, err := os.OpenFile(it.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
+			if f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
 				f.Close()
 			}
 		}
-		if len(items) == 0 {
+		if len(paths) == 0 {
 			if closed {
 				return
 			}
@@ -113,7 +107,7 @@ func (e *Engine) prepareLogsLocked(g *graph, starting []*task) {
 		if !t.logPrepared && State(t.row.Status) == Pending && t.row.Attempt == 0 {
 			t.logPrepared = true
 			g.prepared++
-			e.preps.push(prepItem{path: e.LogPath(g.row.ID, t.row.ID)})
+			e.preps.push(e.LogPath(g.row.ID, t.row.ID))
 		}
 		return true
 	}
@@ -149,7 +143,9 @@ func (e *Engine) logStartedLocked(g *graph, t *task) {
 	}
 }
 
-// logAbandonedLocked removes the prepared log of t, which ended without starting.
+// logAbandonedLocked notes that t, whose log may have been prepared, ended without
+// starting: it no longer counts against its graph's logsAhead. Its empty file stays (see
+// above).
 func (e *Engine) logAbandonedLocked(t *task) {
 	if !t.logPrepared {
 		return
@@ -158,5 +154,4 @@ func (e *Engine) logAbandonedLocked(t *task) {
 	if g := e.graphs[t.row.GraphID]; g != nil {
 		g.prepared--
 	}
-	e.preps.push(prepItem{path: e.LogPath(t.row.GraphID, t.row.ID), remove: true})
 }

@@ -13,3 +13,6 @@ const archiveNice = 19
 func lowerThreadPriority() {
 	syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), archiveNice)
 }
+
+// threadID is the calling thread's id.
+func threadID() int { return syscall.Gettid() }

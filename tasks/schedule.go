@@ -151,9 +151,9 @@ func (e *Engine) notStarted(g *graph, t *task) {
 	e.running--
 	t.row.Attempt--
 	if t.row.Attempt == 0 {
+		// Its log may have been prepared (prelog.go): with attempt 0, that empty file
+		// reads as no log.
 		t.row.StartedAt = nil
-		// Its log may have been prepared (prelog.go): a task that never started has none.
-		e.preps.push(prepItem{path: e.LogPath(g.row.ID, t.row.ID), remove: true})
 	}
 	e.finishLocked(g, t, outcome{state: Cancelled, code: CodeRunnerShutdown, message: "the server shut down before the task started"})
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -91,17 +92,23 @@ func (e *Engine) spool(ctx context.Context, graphID string) (store.Artifact, err
 	return r.a, nil
 }
 
-// The archiver: one goroutine per engine, locked to its thread at the lowest priority
-// for the engine's life, that writes the archives one at a time. A lowered priority
+// The archiver: one goroutine for the whole process, locked to its thread at the lowest
+// priority, that writes the archives of every engine one at a time. A lowered priority
 // cannot be raised again without privilege, so the thread must never run anything else:
 // the goroutine keeps it locked and ends without unlocking it, so the runtime retires the
-// thread. It ends only at the end of Close, after every task has been reaped, and that
-// matters: a task runs with Pdeathsig (taskProcAttr), which Linux sends when the thread
-// that forked the task ends, not the process, and the thread the archiver locked may
-// have forked tasks before. (Retiring a thread per archive killed running tasks.)
+// thread. When that happens matters: a task runs with Pdeathsig (taskProcAttr), which
+// Linux sends when the thread that forked the task ends, not the process, and the thread
+// the archiver locked may have forked tasks before, of any engine in the process (the
+// runtime forks on whichever thread the starting goroutine runs on). So the thread lives
+// as long as any engine does: every engine holds a use of it from NewEngine to the end of
+// its Close, after its own tasks have been reaped, and the thread ends when the last use
+// is let go, when no engine is left with a task it could have forked. (Retiring a thread
+// per archive killed running tasks; one per engine killed the tasks of another engine in
+// the same process, a server and the CLI's, or two in a test.)
 
 type archiveRequest struct {
 	ctx  context.Context
+	e    *Engine
 	snap Snapshot
 	done chan archiveResult
 }
@@ -111,9 +118,71 @@ type archiveResult struct {
 	err error
 }
 
-// archiveLow writes the archive of snap on the archiver's thread, starting the archiver
-// at the first call. After Close (a test spooling a closed engine's graphs) it writes it
-// on the caller's thread, at normal priority.
+// lowArchiver is the process's archiver.
+var lowArchiver archiver
+
+type archiver struct {
+	mu    sync.Mutex
+	users int                 // engines between NewEngine and the end of their Close
+	q     chan archiveRequest // nil until an archive is asked for; closed at the last release
+	done  chan struct{}       // closed when the goroutine that reads q ended
+	tid   int                 // its thread's id where there is one (threadID), for the tests
+}
+
+// acquire notes one more engine that may fork tasks.
+func (a *archiver) acquire() {
+	a.mu.Lock()
+	a.users++
+	a.mu.Unlock()
+}
+
+// queue returns the archiver's queue, starting the archiver if it is not running. The
+// caller holds a use (acquire), so the queue is not closed under it.
+func (a *archiver) queue() chan<- archiveRequest {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.q == nil {
+		a.q, a.done = make(chan archiveRequest), make(chan struct{})
+		started := make(chan struct{})
+		go a.loop(a.q, a.done, started)
+		<-started // the thread id is known before the first archive
+	}
+	return a.q
+}
+
+func (a *archiver) loop(q <-chan archiveRequest, done, started chan struct{}) {
+	defer close(done)
+	runtime.LockOSThread() // never unlocked: see above
+	lowerThreadPriority()
+	a.tid = threadID() // under a.mu, held by queue until started is closed
+	close(started)
+	for r := range q {
+		art, err := r.e.archive(r.ctx, r.snap)
+		r.done <- archiveResult{art, err}
+	}
+}
+
+// release lets go of an engine's use; the last one ends the archiver and its thread and
+// waits for it. An engine that comes later starts another.
+func (a *archiver) release() {
+	a.mu.Lock()
+	a.users--
+	var q chan archiveRequest
+	var done chan struct{}
+	if a.users == 0 && a.q != nil {
+		q, done = a.q, a.done
+		a.q, a.done, a.tid = nil, nil, 0
+	}
+	a.mu.Unlock()
+	if q != nil {
+		close(q)
+		<-done
+	}
+}
+
+// archiveLow writes the archive of snap on the archiver's thread. After the engine's
+// Close (a test spooling a closed engine's graphs) it writes it on the caller's thread,
+// at normal priority.
 func (e *Engine) archiveLow(ctx context.Context, snap Snapshot) (store.Artifact, error) {
 	done := make(chan archiveResult, 1)
 	e.archMu.Lock()
@@ -121,36 +190,24 @@ func (e *Engine) archiveLow(ctx context.Context, snap Snapshot) (store.Artifact,
 		e.archMu.Unlock()
 		return e.archive(ctx, snap)
 	}
-	if e.archq == nil {
-		e.archq = make(chan archiveRequest)
-		e.archDone.Add(1)
-		go e.archiveLoop(e.archq)
-	}
-	e.archq <- archiveRequest{ctx: ctx, snap: snap, done: done} // under archMu: Close closes archq
+	// Sent under archMu: the engine's use, which keeps the queue open, is let go only
+	// after archClosed is set.
+	lowArchiver.queue() <- archiveRequest{ctx: ctx, e: e, snap: snap, done: done}
 	e.archMu.Unlock()
 	r := <-done
 	return r.a, r.err
 }
 
-func (e *Engine) archiveLoop(q <-chan archiveRequest) {
-	defer e.archDone.Done()
-	runtime.LockOSThread() // never unlocked: see above
-	lowerThreadPriority()
-	for r := range q {
-		a, err := e.archive(r.ctx, r.snap)
-		r.done <- archiveResult{a, err}
-	}
-}
-
-// stopArchiver ends the archiver, at the end of Close: every task has been reaped.
+// stopArchiver lets go of the engine's use of the archiver, at the end of Close: every
+// task of this engine has been reaped.
 func (e *Engine) stopArchiver() {
 	e.archMu.Lock()
+	closed := e.archClosed
 	e.archClosed = true
-	if e.archq != nil {
-		close(e.archq)
-	}
 	e.archMu.Unlock()
-	e.archDone.Wait()
+	if !closed {
+		lowArchiver.release()
+	}
 }
 
 // archiveLevel is the artifacts' gzip level: the fastest. Logs compress well even so, and

@@ -93,7 +93,8 @@ func (e *Engine) WaitFor(ctx context.Context, graphID string, cond func(Snapshot
 // waitProbe calls probe with the graph's head at the start and after every change of the
 // graph, until it reports true or ctx ends (false, nil). Changes made by this runner wake
 // it at once; a graph that another runner runs is re-read every foreignPoll, since that
-// runner's changes reach this process only through the store. With finishOnly (probe
+// runner's changes reach this process only through the store; once the engine is
+// closed, a graph of this runner ends the wait unmet at once. With finishOnly (probe
 // looks at nothing but h.Finished) a graph of this runner wakes it only once it finished,
 // or once this runner let it go to another (forgetLocked).
 func (e *Engine) waitProbe(ctx context.Context, graphID string, finishOnly bool, probe func(store.GraphHead) (bool, error)) (bool, error) {
@@ -107,11 +108,11 @@ func (e *Engine) waitProbe(ctx context.Context, graphID string, finishOnly bool,
 	version := int64(-1)
 	// step checks once and waits for the next change; done ends the wait with ok, err.
 	step := func() (done, ok bool, err error) {
-		watch := e.changes.watch
+		n := e.changes
 		if finishOnly {
-			watch = e.finishes.watch
+			n = e.finishes
 		}
-		changed, release := watch(graphID)
+		changed, release := n.watch(graphID)
 		defer release()
 		// Read after taking the channel: a change committed from here on closes it.
 		h, err := e.cfg.DB.GetGraphHead(ctx, graphID)
@@ -137,6 +138,15 @@ func (e *Engine) waitProbe(ctx context.Context, graphID string, finishOnly bool,
 		if ticker == nil && h.RunnerID != e.RunnerID() {
 			ticker = time.NewTicker(foreignPoll)
 			poll = ticker.C
+		}
+		// Once the engine is closed every watch is closed at once: nothing of this runner
+		// changes any more, so a graph it still owns (its last states saved for the next
+		// runner, say) ends the wait, and another runner's graph is only polled.
+		if n.isClosed() {
+			if h.RunnerID == e.RunnerID() {
+				return true, false, nil
+			}
+			changed = nil
 		}
 		select {
 		case <-changed:
