@@ -38,11 +38,15 @@ func FuzzMatcherWindow(f *testing.F) {
 	f.Add([]byte(strings.Repeat("xx ok\n", 50)+"DONE"), uint8(7), uint8(0), uint8(4))
 	f.Add([]byte(strings.Repeat("ab\n", 40)+"\x1b[31mzz\x1b[0m\n\n"), uint8(9), uint8(14), uint8(2))
 	f.Add([]byte(strings.Repeat("y\n", 30)+"k\r\nx\nyyy\r"+strings.Repeat("q\n", 30)), uint8(2), uint8(10), uint8(9))
+	f.Add([]byte("a\n\nb"), uint8(2), uint8(15), uint8(0))
 	f.Fuzz(func(t *testing.T, data []byte, chunk, pat, span uint8) {
 		re := regexp.MustCompile(matchPatterns[int(pat)%len(matchPatterns)])
 		n := 1 + int(chunk)%16
 		mt := newMatcher(re, 64)
-		mt.span = 1 + int(span)%32
+		// The window is at least 8 bytes, longer than the shortest match of every
+		// pattern in matchPatterns: the matcher promises no more than that (a match
+		// longer than its window may be missed, as documented for 64 KiB).
+		mt.span = 8 + int(span)%32
 		r := newRing(1 << 20)
 		for i := 0; i < len(data); i += n {
 			r.write(data[i:min(i+n, len(data))])

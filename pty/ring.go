@@ -33,11 +33,13 @@ func (r *ring) held() int {
 }
 
 // block returns the block holding position pos and pos's index in it; with grow, the
-// block is made if the output first reaches it now (positions are written in order).
+// block (and any before it) is made if the output first reaches it now.
 func (r *ring) block(pos int, grow bool) ([]byte, int) {
 	i := pos / ringBlock
-	if grow && i == len(r.blocks) {
-		r.blocks = append(r.blocks, make([]byte, min(ringBlock, r.size-i*ringBlock)))
+	// A write longer than the ring skips ahead (write), possibly past blocks never made.
+	for grow && i >= len(r.blocks) {
+		k := len(r.blocks)
+		r.blocks = append(r.blocks, make([]byte, min(ringBlock, r.size-k*ringBlock)))
 	}
 	return r.blocks[i], pos % ringBlock
 }

@@ -38,3 +38,18 @@ func TestRing(t *testing.T) {
 		}
 	}
 }
+
+// A first write longer than the ring lands past blocks the ring has not made yet: the
+// ring keeps its last size bytes, as any write longer than the ring does.
+func TestRing_FirstWriteLongerThanRing(t *testing.T) {
+	r := newRing(2*ringBlock + 1000)
+	p := make([]byte, 4*ringBlock)
+	for i := range p {
+		p[i] = byte(i % 251)
+	}
+	r.write(p)
+	got, from := r.appendFrom(nil, 0)
+	if from != int64(len(p)-r.size) || !bytes.Equal(got, p[len(p)-r.size:]) {
+		t.Fatalf("held %d bytes from %d, want the last %d bytes of the write", len(got), from, r.size)
+	}
+}
