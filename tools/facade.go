@@ -105,17 +105,20 @@ type rpcMessage struct {
 	Result json.RawMessage `json:"result"`
 }
 
-// call is a request not answered yet that the facade must remember: a tools/call it runs,
-// or a request for mcp-go that carries a progress token.
+// call is a request not answered yet that the facade must remember: a request it runs (a
+// tools/call, or with --mcp-tasks a tasks/get, tasks/update or tasks/cancel), or a request
+// for mcp-go that carries a progress token.
 type call struct {
 	token string // its progress token (jsonKey), "" for none
 	task  bool   // a tasks_run that declared the extension: answer with a task
 
-	// Of a tools/call the facade runs (tool is true):
-	tool      bool
-	wait      bool               // it counts against Config.MaxWaits
+	// Of a request the facade runs (cancel is set):
 	cancel    context.CancelFunc // ends it: notifications/cancelled, or the end of input
 	cancelled bool               // the client cancelled it: it gets no response
+
+	// Of a tools/call (tool is true):
+	tool bool
+	wait bool // it counts against Config.MaxWaits
 }
 
 type facade struct {
@@ -125,9 +128,11 @@ type facade struct {
 
 	in *io.PipeReader // what mcp-go reads
 
-	// callCtx is what the tools/calls the facade runs derive from: mcp-go's context with
+	// callCtx is what the requests the facade runs derive from: mcp-go's context with
 	// its stdio session (progress notifications go through it), set by start.
-	// cancelCalls ends them all.
+	// cancelCalls ends them all: the end of input ends them at once, whatever they wait
+	// for (the store's open, with another process holding its lock, can take many
+	// busy timeouts).
 	callCtx     context.Context
 	cancelCalls context.CancelFunc
 
@@ -285,10 +290,7 @@ func (f *facade) route(line []byte) bool {
 		return false
 	case f.tasks && (m.Method == "tasks/get" || m.Method == "tasks/update" || m.Method == "tasks/cancel"):
 		// (tasks/list and tasks/result, of the older revision, go on to mcp-go, which refuses them.)
-		f.goAnswer(func() {
-			result, rerr := f.handle(m.Method, m.Params)
-			f.reply(m.ID, result, rerr)
-		})
+		f.goAnswer(id, func(ctx context.Context) (any, *rpcError) { return f.handle(ctx, m.Method, m.Params) }, m.ID)
 		return false
 	}
 	meta := members(params["_meta"])
@@ -343,23 +345,48 @@ func (f *facade) cancelled(params map[string]json.RawMessage) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if c, ok := f.answeredLocked(id); ok && c.tool {
+	if c, ok := f.answeredLocked(id); ok && c.cancel != nil {
 		c.cancelled = true
 		c.cancel()
 	}
 }
 
-// goAnswer runs answer on a goroutine the facade waits for, unless it is stopping.
-func (f *facade) goAnswer(answer func()) {
+// goAnswer answers the request id (rawID as the client sent it) on a goroutine the facade
+// waits for, unless it is stopping. Like a tools/call, answer runs in a context of its
+// own under callCtx: the end of input ends it (it is answered, then Listen returns), and
+// so does notifications/cancelled (it is not answered).
+func (f *facade) goAnswer(id string, answer func(context.Context) (any, *rpcError), rawID json.RawMessage) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stopping {
 		return
 	}
+	ctx, cancel := context.WithCancel(f.callCtx)
+	c := &call{cancel: cancel}
+	f.trackLocked(id, c)
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		answer()
+		defer cancel()
+		result, rerr := answer(ctx)
+		b, err := json.Marshal(response{JSONRPC: "2.0", ID: rawID, Result: result, Error: rerr})
+		if err != nil {
+			b, _ = json.Marshal(response{JSONRPC: "2.0", ID: rawID, Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: err.Error()}})
+		}
+		f.wmu.Lock()
+		defer f.wmu.Unlock()
+		f.mu.Lock()
+		if f.calls[id] == c {
+			f.answeredLocked(id)
+		}
+		skip := c.cancelled || f.closed
+		f.mu.Unlock()
+		if skip {
+			return // the spec: a cancelled request gets no response
+		}
+		if _, err := f.out.Write(append(b, '\n')); err != nil {
+			f.s.log.Warn("write response", "err", err)
+		}
 	}()
 }
 
@@ -469,7 +496,7 @@ func (f *facade) filterLocked(line []byte) []byte {
 		return line
 	}
 	if id, ok := jsonKey(m.ID); ok && m.Method == "" {
-		if c := f.calls[id]; c != nil && !c.tool {
+		if c := f.calls[id]; c != nil && c.cancel == nil {
 			f.answeredLocked(id)
 		}
 	}
@@ -531,8 +558,11 @@ func (f *facade) writeLine(line []byte) {
 	}
 }
 
-// handle answers tasks/get, tasks/update and tasks/cancel.
-func (f *facade) handle(method string, raw json.RawMessage) (any, *rpcError) {
+// handle answers tasks/get, tasks/update and tasks/cancel. ctx is the request's own (see
+// goAnswer): it ends the wait for the store's open, the one wait here that can be long
+// (another process holding the database's lock). What follows is short, and runs to its
+// end in Listen's context, so a request read just before the input ends is still served.
+func (f *facade) handle(ctx context.Context, method string, raw json.RawMessage) (any, *rpcError) {
 	params := members(raw)
 	if params == nil {
 		return nil, invalidParams("%s: params must be an object with a taskId", method)
@@ -562,8 +592,11 @@ func (f *facade) handle(method string, raw json.RawMessage) (any, *rpcError) {
 			return nil, invalidParams("tasks/update: params.inputResponses must be an object of responses keyed like inputRequests (this server never asks for input, so {} will do)")
 		}
 	}
-	if err := f.s.ready(f.ctx); err != nil {
+	if err := f.s.ready(ctx); err != nil {
 		var busy *busyOpenError
+		if errors.Is(err, context.Canceled) {
+			return nil, &rpcError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("%s: not done: the request was cancelled, or the server is shutting down, before it could open the workspace's state", method)}
+		}
 		if errors.As(err, &busy) {
 			return nil, &rpcError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("%s: another process holds the workspace database's write lock, so this server could not open its state yet; try again once it lets go", method)}
 		}

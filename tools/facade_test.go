@@ -246,7 +246,7 @@ func TestFacade_Methods(t *testing.T) {
 		{"UnknownCancel", "tasks/cancel", `{"taskId":"g-nope","_meta":` + declaredMeta + `}`, -32602, `tasks/cancel: task not found: "g-nope"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := f.handle(tc.method, json.RawMessage(tc.params))
+			res, err := f.handle(t.Context(), tc.method, json.RawMessage(tc.params))
 			if err == nil {
 				t.Fatalf("%s(%s) = %v, want error %d", tc.method, tc.params, res, tc.code)
 			}
@@ -263,7 +263,7 @@ func TestFacade_Methods(t *testing.T) {
 	}
 
 	t.Run("GetFailedGraph", func(t *testing.T) {
-		res, err := f.handle("tasks/get", json.RawMessage(`{"taskId":"`+failed+`","_meta":`+declaredMeta+`}`))
+		res, err := f.handle(t.Context(), "tasks/get", json.RawMessage(`{"taskId":"`+failed+`","_meta":`+declaredMeta+`}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +280,7 @@ func TestFacade_Methods(t *testing.T) {
 	})
 	for _, method := range []string{"tasks/update", "tasks/cancel"} {
 		t.Run(method, func(t *testing.T) {
-			res, err := f.handle(method, json.RawMessage(`{"taskId":"`+failed+`","inputResponses":{"k":{}},"_meta":`+declaredMeta+`}`))
+			res, err := f.handle(t.Context(), method, json.RawMessage(`{"taskId":"`+failed+`","inputResponses":{"k":{}},"_meta":`+declaredMeta+`}`))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -289,13 +289,19 @@ func (s *Server) ready(ctx context.Context) error {
 	}
 	select {
 	case <-a.done:
-		if a.busy {
-			return &busyOpenError{a.err}
+	default:
+		// Only a wait is cut short by ctx: a call made as its context ends (the client's
+		// input ends just after it) still gets the store that is already open.
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		return a.err
-	case <-ctx.Done():
-		return ctx.Err()
 	}
+	if a.busy {
+		return &busyOpenError{a.err}
+	}
+	return a.err
 }
 
 // busyOpenError is ready's error when the attempt it waited for found the database's
