@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -244,13 +245,23 @@ const maxPending = 4096
 // scanAll scans the output up to the end of the ring, or until maxPending answers wait
 // (full), and reports whether there was any. The caller holds mu.
 func (t *term) scanAll() (found, full bool) {
+	return t.scanTo(math.MaxInt64, false)
+}
+
+// scanTo scans the output up to stop (or the end of the ring, if sooner). At maxPending
+// answers waiting it stops there (full) or, with drop, goes on and drops the answers past
+// the bound: a snapshot must get to its target without waiting for a program that floods
+// its output with queries and reads none of their answers, and that program could not
+// take them all in anyway. The caller holds mu.
+func (t *term) scanTo(stop int64, drop bool) (found, full bool) {
 	for {
-		if len(t.pending) >= maxPending {
+		if len(t.pending) >= maxPending && !drop {
 			return found, true
 		}
 		t.s.mu.Lock()
 		end, start := t.s.ring.end, t.s.ring.start()
 		t.evMu.Lock()
+		end = min(end, stop)
 		limit := end
 		if len(t.scanEv) > 0 {
 			limit = min(limit, t.scanEv[0].at)
@@ -266,6 +277,10 @@ func (t *term) scanAll() (found, full bool) {
 			found = true
 			t.sc.scan(t.buf)
 			t.pending = append(t.pending, t.sc.take()...)
+			if drop && len(t.pending) > maxPending {
+				clear(t.pending[maxPending:]) // let their replies go
+				t.pending = t.pending[:maxPending]
+			}
 		}
 		t.evMu.Lock()
 		for len(t.scanEv) > 0 && t.scanEv[0].at <= t.sc.pos {
@@ -532,11 +547,11 @@ func (t *term) answerCPRs() {
 // emulator only goes forward.
 func (t *term) snapshot(target int64) (*Screen, bool) {
 	t.mu.Lock()
-	for _, full := t.scanAll(); full; _, full = t.scanAll() {
-		t.advance(t.sc.pos, 0) // answers the cursor queries, so the rest can go
-		t.flush()
-		t.mu.Lock()
-	}
+	// Scan to target only, dropping answers past the bound rather than sending them a
+	// batch at a time: each batch may wait answerTimeout for a program that does not read
+	// its input, and one that keeps flooding would never let the scan end. So a snapshot
+	// waits one answerTimeout at most (in its single flush) however many queries wait.
+	t.scanTo(target, true)
 	t.advance(target, 0)
 	if t.emu == nil {
 		t.flush()
