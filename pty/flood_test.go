@@ -76,3 +76,30 @@ func TestScreen_QueryFloodUnread(t *testing.T) {
 		})
 	}
 }
+
+// A wait whose pattern never matches, on a program that writes without end, ends at its
+// timeout: the matcher takes the output as it was when each pass began, so a program
+// that writes faster than the text is cleaned (a loaded machine, or the race detector)
+// cannot keep the wait from looking at its deadline.
+func TestWaitFor_EndlessOutputEndsAtTimeout(t *testing.T) {
+	for _, cmd := range []string{"exec yes", `exec awk 'BEGIN{for(;;) printf "abcdefghij"}'`} {
+		m := newManager(t, Config{})
+		done := make(chan ReadResult, 1)
+		go func() {
+			res, err := m.Open(t.Context(), OpenOptions{Command: cmd}, ReadOptions{WaitFor: regexp.MustCompile(`NEVER`), Timeout: 2 * time.Second})
+			if err != nil {
+				t.Errorf("Open(%s) = %v", cmd, err)
+			}
+			done <- res
+		}()
+		select {
+		case res := <-done:
+			if res.Reason != ReasonTimeout || res.Exited {
+				t.Errorf("Open(%s): reason %q, exited %v; want the timeout while it still runs", cmd, res.Reason, res.Exited)
+			}
+		case <-time.After(2 * waitLong):
+			// The manager's cleanup closes the session, which ends the wait.
+			t.Fatalf("Open(%s) with a 2 s timeout had not returned after %v", cmd, 2*waitLong)
+		}
+	}
+}

@@ -116,9 +116,12 @@ func dropBeginText(re *syntax.Regexp) bool {
 	return found
 }
 
-// load takes up to readChunk bytes of new output from the ring, and reports whether more
-// is waiting; the caller holds the session lock.
-func (mt *matcher) load(r *ring, start int64) bool {
+// load takes up to readChunk bytes of new output from the ring, up to offset upTo, and
+// reports whether more is waiting before upTo; the caller holds the session lock. The
+// caller passes the end of the output as it was when its pass began: a program that
+// writes faster than the matcher cleans would otherwise keep the pass from ever ending,
+// and the wait from ever looking at its deadline.
+func (mt *matcher) load(r *ring, start, upTo int64) bool {
 	mt.seen = r.end
 	oldest := max(start, r.start())
 	if mt.from < 0 || mt.next < oldest {
@@ -136,9 +139,10 @@ func (mt *matcher) load(r *ring, start int64) bool {
 	if mt.from < oldest {
 		mt.slid = true // the text's start is no longer the call's: \A cannot match there
 	}
-	mt.pending, _ = r.appendRange(mt.pending[:0], mt.next, min(r.end, mt.next+readChunk))
+	upTo = min(upTo, r.end)
+	mt.pending, _ = r.appendRange(mt.pending[:0], mt.next, min(upTo, mt.next+readChunk))
 	mt.next += int64(len(mt.pending))
-	return mt.next < r.end
+	return mt.next < upTo
 }
 
 // check cleans what load took and, if due (or if much text waits), runs the pattern

@@ -53,7 +53,7 @@ func FuzzMatcherWindow(f *testing.F) {
 			want := re.Match(cleanBytes(data[:min(i+n, len(data))]))
 			var got bool
 			for more := true; more; {
-				more = mt.load(&r, 0)
+				more = mt.load(&r, 0, r.end)
 				got = mt.check(!more)
 			}
 			if got != want {
@@ -77,7 +77,7 @@ func TestMatcher_BoundedText(t *testing.T) {
 		fmt.Fprint(&ringWriter{&r}, line)
 		if i%1000 == 0 {
 			for more := true; more; {
-				more = mt.load(&r, 0)
+				more = mt.load(&r, 0, r.end)
 				if mt.check(!more) {
 					t.Fatalf("matched before DONE")
 				}
@@ -87,7 +87,7 @@ func TestMatcher_BoundedText(t *testing.T) {
 	fmt.Fprint(&ringWriter{&r}, "DONE\r\n")
 	matched := false
 	for more := true; more; {
-		more = mt.load(&r, 0)
+		more = mt.load(&r, 0, r.end)
 		matched = mt.check(!more)
 	}
 	if !matched {

@@ -342,9 +342,12 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 			// Before any other answer the pattern is always checked: matching may be
 			// spaced out to spare the CPU, the answer must not depend on it.
 			due := reason != "" || !now.Before(mt.nextCheck)
+			s.mu.Lock()
+			upTo := s.ring.end
+			s.mu.Unlock()
 			for more := true; more; {
 				s.mu.Lock()
-				more = mt.load(&s.ring, w.start)
+				more = mt.load(&s.ring, w.start, upTo)
 				s.mu.Unlock()
 				if mt.check(due && !more) {
 					return waitEnd{reason: ReasonMatched, mt: mt}, nil
