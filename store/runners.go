@@ -43,9 +43,17 @@ func NewRunnerID() string { return NewID("r-") }
 // server that opens its store while it already answers its client logs under the id it
 // will have.
 func (db *DB) RegisterRunnerAs(ctx context.Context, id, version string, lease time.Duration) (Runner, error) {
+	r := newRunner(id, version, lease, time.Now().UTC())
+	if err := db.write(ctx, func(tx *sql.Tx) error { return insertRunner(ctx, tx, r) }); err != nil {
+		return Runner{}, fmt.Errorf("register runner: %w", err)
+	}
+	return r, nil
+}
+
+// newRunner is the record of the calling process as runner id, started at now.
+func newRunner(id, version string, lease time.Duration, now time.Time) Runner {
 	host, _ := os.Hostname()
-	now := time.Now().UTC()
-	r := Runner{
+	return Runner{
 		ID:              id,
 		ProcessIdentity: IdentifyProcess(os.Getpid()),
 		Hostname:        host,
@@ -54,18 +62,16 @@ func (db *DB) RegisterRunnerAs(ctx context.Context, id, version string, lease ti
 		HeartbeatAt:     now,
 		LeaseExpiresAt:  now.Add(lease),
 	}
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO runners
-			(id, pid, proc_start, boot_id, hostname, version, started_at, heartbeat_at, lease_expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.ID, r.Pid, int64(r.ProcStart), r.BootID, r.Hostname, r.Version,
-			millis(r.StartedAt), millis(r.HeartbeatAt), millis(r.LeaseExpiresAt))
-		return err
-	})
-	if err != nil {
-		return Runner{}, fmt.Errorf("register runner: %w", err)
-	}
-	return r, nil
+}
+
+// insertRunner stores r as a new row.
+func insertRunner(ctx context.Context, tx *sql.Tx, r Runner) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO runners
+		(id, pid, proc_start, boot_id, hostname, version, started_at, heartbeat_at, lease_expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Pid, int64(r.ProcStart), r.BootID, r.Hostname, r.Version,
+		millis(r.StartedAt), millis(r.HeartbeatAt), millis(r.LeaseExpiresAt))
+	return err
 }
 
 // RenewLease extends a live runner's lease to lease from now. A runner that is stopped
@@ -96,24 +102,11 @@ func (db *DB) RenewLease(ctx context.Context, id string, lease time.Duration) er
 // and its states for them may still be on their way), since a runner stores no graph once
 // it is stopped.
 func (db *DB) Reregister(ctx context.Context, old, version string, lease time.Duration) (r Runner, moved []string, err error) {
-	host, _ := os.Hostname()
 	err = db.write(ctx, func(tx *sql.Tx) error {
 		moved = moved[:0]
 		now := time.Now().UTC()
-		r = Runner{
-			ID:              NewID("r-"),
-			ProcessIdentity: IdentifyProcess(os.Getpid()),
-			Hostname:        host,
-			Version:         version,
-			StartedAt:       now,
-			HeartbeatAt:     now,
-			LeaseExpiresAt:  now.Add(lease),
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runners
-			(id, pid, proc_start, boot_id, hostname, version, started_at, heartbeat_at, lease_expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.ID, r.Pid, int64(r.ProcStart), r.BootID, r.Hostname, r.Version,
-			millis(r.StartedAt), millis(r.HeartbeatAt), millis(r.LeaseExpiresAt)); err != nil {
+		r = newRunner(NewRunnerID(), version, lease, now)
+		if err := insertRunner(ctx, tx, r); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE runners SET stopped_at = COALESCE(stopped_at, ?) WHERE id = ?`, millis(now), old); err != nil {
