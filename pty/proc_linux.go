@@ -2,7 +2,6 @@ package pty
 
 import (
 	"bytes"
-	"os"
 	"strconv"
 	"syscall"
 )
@@ -13,29 +12,12 @@ import (
 // the session catches `sleep 1000 &` typed at a bash prompt. Best effort: a process that
 // called setsid itself has left on purpose and is not found.
 func sessionMembers(sid int) []int {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil
-	}
 	var pids []int
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid <= 0 {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + name + "/stat")
-		if err != nil {
-			continue // gone meanwhile
-		}
+	walkProc(func(pid int, stat []byte) {
 		if s, ok := statSession(stat); ok && s == sid {
 			pids = append(pids, pid)
 		}
-	}
+	})
 	return pids
 }
 
