@@ -1,16 +1,14 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/internal/storetest"
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
@@ -18,31 +16,11 @@ import (
 // seconds: the hidden test flag for the busy timeout.
 var shortBusy = []string{"--busy-timeout", "200ms"}
 
-// holdDBLock takes the workspace database's write lock from another connection, as an
-// operator's sqlite3 shell or a backup does, until the returned function is called.
+// holdDBLock takes the write lock of workspace ws's database, as another process would,
+// until the returned function is called.
 func holdDBLock(t *testing.T, ws string) (release func()) {
 	t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(ws, store.StateDirName, store.DBFileName)+"?_busy_timeout=10000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			conn.ExecContext(context.Background(), "ROLLBACK")
-			conn.Close()
-			db.Close()
-		})
-	}
-	t.Cleanup(release)
-	return release
+	return storetest.HoldWriteLock(t, filepath.Join(ws, store.StateDirName, store.DBFileName))
 }
 
 // waitStderr waits until the server has logged want.

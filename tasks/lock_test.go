@@ -3,7 +3,6 @@ package tasks
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/mcp-harness/mcp-harness/internal/storetest"
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
@@ -84,33 +84,6 @@ func newLockEnv(t *testing.T, mutate ...func(*Config)) *lockEnv {
 	return &lockEnv{testEnv: &testEnv{e: e, db: db, ws: ws, dir: ws.Root}, log: buf}
 }
 
-// holdLock takes the database's write lock from another connection, as an operator's
-// sqlite3 shell or a backup does, until the returned function is called.
-func holdLock(t *testing.T, path string) (release func()) {
-	t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			conn.ExecContext(context.Background(), "ROLLBACK")
-			conn.Close()
-			db.Close()
-		})
-	}
-	t.Cleanup(release)
-	return release
-}
-
 // waitLog waits until the engine's log contains want.
 func waitLog(t *testing.T, log *syncBuffer, want string) {
 	t.Helper()
@@ -137,7 +110,7 @@ func TestEngine_LockedDatabaseLosesNoState(t *testing.T) {
 	}})
 	te.waitStatus(t, sub.Graph.ID, "a", Running)
 
-	release := holdLock(t, te.db.Path())
+	release := storetest.HoldWriteLock(t, te.db.Path())
 	os.WriteFile(gate, nil, 0o600) // a exits 0 while nothing can be written
 	waitLog(t, te.log, "waiting for the database to record task states")
 
@@ -173,7 +146,7 @@ func TestEngine_CloseWithLockedDatabaseSavesStates(t *testing.T) {
 		tsk("c", "echo c ran", "b"),
 	}})
 	te.waitStatus(t, sub.Graph.ID, "a", Running)
-	release := holdLock(t, te.db.Path())
+	release := storetest.HoldWriteLock(t, te.db.Path())
 	os.WriteFile(gate, nil, 0o600)
 	waitLog(t, te.log, "waiting for the database to record task states")
 

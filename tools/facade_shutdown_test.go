@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/internal/storetest"
 )
 
 // listenWithLockHeld serves in (then its end) with --mcp-tasks while another connection
@@ -23,7 +25,7 @@ func listenWithLockHeld(t *testing.T, in string) []map[string]any {
 	if err := closeServer(made); err != nil {
 		t.Fatal(err)
 	}
-	release := holdWriteLock(t, made.ws.DBPath())
+	release := storetest.HoldWriteLock(t, made.ws.DBPath())
 	s, err := newServer(cfg)
 	if err != nil {
 		t.Fatal(err)

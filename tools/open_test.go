@@ -3,7 +3,6 @@ package tools
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-harness/mcp-harness/internal/storetest"
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
@@ -32,33 +32,6 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
-}
-
-// holdWriteLock takes the write lock of the database at path from a connection of its
-// own, as another process would, until the returned function is called.
-func holdWriteLock(t *testing.T, path string) (release func()) {
-	t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			conn.ExecContext(context.Background(), "ROLLBACK")
-			conn.Close()
-			db.Close()
-		})
-	}
-	t.Cleanup(release)
-	return release
 }
 
 // callAll makes n tools/call of tool at once, as a client's concurrent requests arrive,
@@ -110,7 +83,7 @@ func TestServer_OpenAgainAfterBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	dbPath := made.ws.DBPath()
-	release := holdWriteLock(t, dbPath)
+	release := storetest.HoldWriteLock(t, dbPath)
 
 	var logs syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -171,7 +144,7 @@ func TestServer_CloseWithLockHeld(t *testing.T) {
 	if err := closeServer(made); err != nil {
 		t.Fatal(err)
 	}
-	holdWriteLock(t, made.ws.DBPath())
+	storetest.HoldWriteLock(t, made.ws.DBPath())
 	s, err := newServer(cfg)
 	if err != nil {
 		t.Fatal(err)
