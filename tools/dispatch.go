@@ -141,12 +141,21 @@ func (f *facade) finish(id string, c *call, resp any) {
 			line = f.asTask(line)
 		}
 	}
+	f.write(id, c, line)
+}
+
+// write ends request id, which c tracks, and writes its response line, unless the client
+// cancelled it or Listen is closed. Writing holds wmu, so that no progress notification
+// of the request can follow its response.
+func (f *facade) write(id string, c *call, line []byte) {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
 	f.mu.Lock()
-	f.running--
-	if c.wait {
-		f.waiting--
+	if c.tool {
+		f.running--
+		if c.wait {
+			f.waiting--
+		}
 	}
 	if f.calls[id] == c {
 		f.answeredLocked(id)

@@ -373,20 +373,7 @@ func (f *facade) goAnswer(id string, answer func(context.Context) (any, *rpcErro
 		if err != nil {
 			b, _ = json.Marshal(response{JSONRPC: "2.0", ID: rawID, Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: err.Error()}})
 		}
-		f.wmu.Lock()
-		defer f.wmu.Unlock()
-		f.mu.Lock()
-		if f.calls[id] == c {
-			f.answeredLocked(id)
-		}
-		skip := c.cancelled || f.closed
-		f.mu.Unlock()
-		if skip {
-			return // the spec: a cancelled request gets no response
-		}
-		if _, err := f.out.Write(append(b, '\n')); err != nil {
-			f.s.log.Warn("write response", "err", err)
-		}
+		f.write(id, c, append(b, '\n'))
 	}()
 }
 
