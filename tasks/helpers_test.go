@@ -222,3 +222,21 @@ func waitGone(t *testing.T, path string) {
 	}
 	t.Fatalf("%s is still there", path)
 }
+
+// adoptAsPeer makes a peer runner adopt the graphs of runner id as store.AdoptGraphs does
+// when it judges a runner gone: id is stopped and its unfinished graphs are the peer's.
+func (te *testEnv) adoptAsPeer(t *testing.T, id string) store.Runner {
+	t.Helper()
+	peer, err := te.db.RegisterRunner(t.Context(), "peer", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := te.db.GetRunner(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := te.db.AdoptGraphs(t.Context(), self, peer.ID, CodeRunnerRestarted, "judged gone"); err != nil {
+		t.Fatal(err)
+	}
+	return peer
+}

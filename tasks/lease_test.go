@@ -26,17 +26,7 @@ func TestEngine_LostLeaseRegistersAgain(t *testing.T) {
 
 	// The peer's judgement, as store.AdoptGraphs makes it: this runner is stopped and the
 	// graph is the peer's.
-	peer, err := te.db.RegisterRunner(t.Context(), "peer", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	self, err := te.db.GetRunner(t.Context(), old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := te.db.AdoptGraphs(t.Context(), self, peer.ID, CodeRunnerRestarted, "judged gone"); err != nil {
-		t.Fatal(err)
-	}
+	peer := te.adoptAsPeer(t, old)
 
 	sub := te.submit(t, Spec{Tasks: []TaskSpec{tsk("after", "echo woke")}})
 	now := te.e.RunnerID()
@@ -181,17 +171,7 @@ func TestEngine_WaitFollowsAnAdoptedGraph(t *testing.T) {
 	// only after it would find a foreign graph at once and never need the wake-up.
 	waitParked(t, te.e.finishes, adopted.Graph.ID)
 
-	peer, err := te.db.RegisterRunner(t.Context(), "peer", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	self, err := te.db.GetRunner(t.Context(), te.e.RunnerID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := te.db.AdoptGraphs(t.Context(), self, peer.ID, CodeRunnerRestarted, "judged gone"); err != nil {
-		t.Fatal(err)
-	}
+	peer := te.adoptAsPeer(t, te.e.RunnerID())
 	te.submit(t, Spec{Tasks: []TaskSpec{tsk("after", "true")}}) // registers again, lets the adopted graph go
 	// The peer runs what was left and records it.
 	now := time.Now().UTC()

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // A task's log is created ahead of its start (prelog.go), and stays when the task never
@@ -138,17 +137,7 @@ func TestEngine_LettingGoOfAnAdoptedGraphKeepsTheAdoptersLog(t *testing.T) {
 	waitForPid(t, pidFile)
 	xlog := te.e.LogPath(sub.Graph.ID, "x")
 	waitFile(t, xlog) // prepared when run started
-	peer, err := te.db.RegisterRunner(t.Context(), "peer", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	self, err := te.db.GetRunner(t.Context(), te.e.RunnerID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := te.db.AdoptGraphs(t.Context(), self, peer.ID, CodeRunnerRestarted, "judged gone"); err != nil {
-		t.Fatal(err)
-	}
+	te.adoptAsPeer(t, te.e.RunnerID())
 	// The peer starts x as spawn does: its open finds the prepared file.
 	peerLog, err := os.OpenFile(xlog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
