@@ -186,19 +186,7 @@ func reportPerTask(b *testing.B, sh shape) {
 }
 
 func benchEngine(b *testing.B, sh shape) {
-	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	db, err := store.Open(context.Background(), ws.DBPath())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	r, err := db.RegisterRunner(context.Background(), "bench", time.Hour)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ws, db, r := benchStore(b)
 	e := NewEngine(Config{DB: db, RunnerID: r.ID, Workspace: ws, MaxParallel: benchSlots,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer e.Close(context.Background())
@@ -230,6 +218,26 @@ func runBenchGraph(b *testing.B, e *Engine, spec Spec) {
 	if err != nil || !ok || snap.Progress().State() != GraphSucceeded {
 		b.Fatalf("graph: %v %v %s", ok, err, snap.Progress().State())
 	}
+}
+
+// benchStore opens a store on a new workspace and registers a runner in it; the store is
+// closed when the benchmark ends.
+func benchStore(b *testing.B) (*store.Workspace, *store.DB, store.Runner) {
+	b.Helper()
+	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := store.Open(context.Background(), ws.DBPath())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	r, err := db.RegisterRunner(context.Background(), "bench", time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ws, db, r
 }
 
 // selfCPU is the CPU time this process has used, user and system, without its children.
@@ -300,16 +308,7 @@ func benchSpawnFloor(b *testing.B, sh shape) {
 // validation, storing every row, and starting the first tasks. The tasks are cancelled
 // between iterations.
 func BenchmarkSubmit10k(b *testing.B) {
-	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	db, err := store.Open(context.Background(), ws.DBPath())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	r, _ := db.RegisterRunner(context.Background(), "bench", time.Hour)
+	ws, db, r := benchStore(b)
 	e := NewEngine(Config{DB: db, RunnerID: r.ID, Workspace: ws,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer e.Close(context.Background())
@@ -361,19 +360,7 @@ func BenchmarkTailLog(b *testing.B) {
 //	go test -run '^$' -bench Archive -benchtime 5x ./tasks/
 func BenchmarkArchive(b *testing.B) {
 	const size = 64 << 20
-	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	db, err := store.Open(context.Background(), ws.DBPath())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	r, err := db.RegisterRunner(context.Background(), "bench", time.Hour)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ws, db, r := benchStore(b)
 	// No ArtifactsDir while the graphs run, so nothing archives them behind the
 	// benchmark's back; it is set once they finished.
 	e := NewEngine(Config{DB: db, RunnerID: r.ID, Workspace: ws,
