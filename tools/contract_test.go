@@ -73,16 +73,7 @@ func outputSchemaOf(t testing.TB, s *Server, tool string) *jsonschema.Schema {
 		if st.Tool.Name != tool {
 			continue
 		}
-		raw := string(st.Tool.RawOutputSchema)
-		if sch, ok := compiled.Load(raw); ok {
-			return sch.(*jsonschema.Schema)
-		}
-		sch, err := schematest.Compile(tool, []byte(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		compiled.Store(raw, sch)
-		return sch
+		return compileOnce(t, tool, string(st.Tool.RawOutputSchema))
 	}
 	t.Fatalf("no tool %s", tool)
 	return nil
@@ -95,7 +86,12 @@ func contractOf(t testing.TB, tool string) *jsonschema.Schema {
 	if !ok {
 		t.Fatalf("no output schema recorded for %s", tool)
 	}
-	raw := string(mustJSON(v.(schema)))
+	return compileOnce(t, tool, string(mustJSON(v.(schema))))
+}
+
+// compileOnce compiles the strict form of tool's schema raw, once per distinct schema.
+func compileOnce(t testing.TB, tool, raw string) *jsonschema.Schema {
+	t.Helper()
 	if sch, ok := compiled.Load(raw); ok {
 		return sch.(*jsonschema.Schema)
 	}
