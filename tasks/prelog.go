@@ -135,23 +135,15 @@ func likelyNext(t *task) bool {
 	return true
 }
 
-// logStartedLocked notes that t, whose log may have been prepared, is starting.
-func (e *Engine) logStartedLocked(g *graph, t *task) {
-	if t.logPrepared {
-		t.logPrepared = false
-		g.prepared--
-	}
-}
-
-// logAbandonedLocked notes that t, whose log may have been prepared, ended without
-// starting: it no longer counts against its graph's logsAhead. Its empty file stays (see
-// above).
-func (e *Engine) logAbandonedLocked(t *task) {
+// unprepareLocked notes that t, whose log may have been prepared, is starting or ended
+// without starting: it no longer counts against g's logsAhead (g is nil once the graph
+// is gone). The file stays (see above).
+func (e *Engine) unprepareLocked(g *graph, t *task) {
 	if !t.logPrepared {
 		return
 	}
 	t.logPrepared = false
-	if g := e.graphs[t.row.GraphID]; g != nil {
+	if g != nil {
 		g.prepared--
 	}
 }

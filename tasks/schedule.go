@@ -94,7 +94,7 @@ func (e *Engine) scheduleLocked() []launch {
 			e.running++
 			e.waiters.Add(1) // Close waits for the start and the wait that follows
 			e.sendLocked(t)
-			e.logStartedLocked(g, t)
+			e.unprepareLocked(g, t)
 			out = append(out, launch{g: g, t: t})
 		}
 		if len(out) > first {

@@ -112,7 +112,7 @@ const maxBatch = 4096
 // holds every task's changes in the order they happened.
 func (e *Engine) sendLocked(t *task) {
 	if t.logPrepared && t.row.Attempt == 0 && State(t.row.Status).Terminal() {
-		e.logAbandonedLocked(t) // it ended without starting
+		e.unprepareLocked(e.graphs[t.row.GraphID], t) // it ended without starting
 	}
 	e.writes.push(writeItem{update: &store.TaskUpdate{GraphID: t.row.GraphID, TaskID: t.row.ID, TaskState: t.row.TaskState}})
 }
