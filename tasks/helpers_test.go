@@ -143,33 +143,41 @@ func wantState(t *testing.T, tasks map[string]Task, id string, state State, code
 }
 func waitForPid(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				return pid
-			}
+	var pid int
+	waitUntil(t, "a pid in "+path, func() bool {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false
 		}
-		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
-	}
-	t.Fatalf("no pid in %s", path)
-	return 0
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	return pid
 }
 
+// waitProcessGone waits until pid has exited (a zombie counts: it runs no more).
 func waitProcessGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for time.Now().Before(deadline) {
+	waitUntil(t, fmt.Sprintf("process %d gone", pid), func() bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
-			return
+			return true
 		}
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
-			return
+		i := strings.LastIndexByte(string(b), ')')
+		return i > 0 && len(b) > i+2 && b[i+2] == 'Z'
+	})
+}
+
+// waitUntil polls cond until it holds, failing the test after testWait.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", testWait, what)
 		}
-		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
 	}
-	t.Fatalf("process %d still runs", pid)
 }
 
 func mapValues(m map[string]Task) []Task {
@@ -183,44 +191,30 @@ func mapValues(m map[string]Task) []Task {
 // waitFile waits until a file exists at path.
 func waitFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
-	}
-	t.Fatalf("%s never appeared", path)
+	waitUntil(t, path+" to appear", func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
 }
 
 // waitParked waits until some waiter holds n's channel for graphID: a wait that is
 // parked on it depends on the channel's next fire to wake.
 func waitParked(t *testing.T, n *notifier, graphID string) {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for time.Now().Before(deadline) {
+	waitUntil(t, "a wait parked on graph "+graphID, func() bool {
 		n.mu.Lock()
-		w := n.chans[graphID]
-		n.mu.Unlock()
-		if w != nil {
-			return
-		}
-		time.Sleep(time.Millisecond) // polling a condition with a deadline
-	}
-	t.Fatalf("no wait parked on graph %s", graphID)
+		defer n.mu.Unlock()
+		return n.chans[graphID] != nil
+	})
 }
 
 // waitGone waits until nothing exists at path.
 func waitGone(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(path); os.IsNotExist(err) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
-	}
-	t.Fatalf("%s is still there", path)
+	waitUntil(t, path+" to be gone", func() bool {
+		_, err := os.Stat(path)
+		return os.IsNotExist(err)
+	})
 }
 
 // adoptAsPeer makes a peer runner adopt the graphs of runner id as store.AdoptGraphs does
