@@ -243,6 +243,12 @@ func TestStdio_AnswersWhileTheStoreOpens(t *testing.T) {
 		t.Fatalf("tools/list with the store still opening = %v", list)
 	}
 	s.send(map[string]any{"id": 1000, "method": "tools/call", "params": map[string]any{"name": "tasks_list", "arguments": map[string]any{}}})
+	// The call waits for the store while the lock is held; the server still answers
+	// what needs no store, so the ping's answer comes first.
+	s.send(map[string]any{"id": 1001, "method": "ping"})
+	if resp := s.next(); resp["id"] != float64(1001) {
+		t.Fatalf("got %v, want the answer to the ping first: the tool call cannot have had the store", resp)
+	}
 	release()
 	resp := s.next()
 	if id, _ := resp["id"].(float64); id != 1000 {
