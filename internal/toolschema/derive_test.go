@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/mcp-harness/mcp-harness/internal/schematest"
 )
 
 // color is a named string type with constants, as the engines have (tasks.State).
@@ -616,4 +618,23 @@ func TestRules(t *testing.T) {
 		}
 	}()
 	New(Enum(colors()), Enum([]color{red}))
+}
+
+// The tests of the tools hold results to their schemas made strict (every property
+// required, no other allowed); that works through $defs, $ref and anyOf too.
+func TestStrict(t *testing.T) {
+	s, err := schematest.Compile("everything", mustOutput[everything](t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := sample()
+	v.Optional = 1 // strict requires even what omitempty may leave out (DESIGN has no omitempty)
+	if err := schematest.Validate(s, v); err != nil {
+		t.Errorf("sample: %v", err)
+	}
+	m := instance(t, v).(map[string]any)
+	m["graphs"].([]any)[0].(map[string]any)["last"].(map[string]any)["extra"] = 1
+	if err := s.Validate(m); err == nil {
+		t.Error("a property not in a $defs object validates strictly")
+	}
 }

@@ -26,10 +26,13 @@
 // decoder, with a message naming the valid ones, and a client must not refuse a result
 // for a field added later; the tests check results strictly (internal/schematest).
 //
-// A field's toolschema tag may also give minimum=N, maximum=N and default=JSON (see
-// parseOptions). A named struct type that occurs more than once in one schema is written
-// once under "$defs" and referred to by "$ref" (a nullable one by "anyOf" with null), so
-// each schema stays whole on its own; a type that occurs once stays in place. The schemas
-// are maps marshalled by encoding/json, so their keys are sorted and the bytes stable:
-// golden files can pin them. [Measure] sizes a tools/list answer against its budgets.
+// A field's toolschema tag is a comma-separated list of: required, nullable, minimum=N,
+// maximum=N (for numbers) and default=JSON (a literal: 300, "line", true). An unknown word
+// is an error, so that a misspelt option cannot pass unnoticed.
+//
+// A named struct type that occurs more than once in one schema is written once under
+// "$defs" and referred to by "$ref" (a nullable one by "anyOf" with null), so that each
+// schema stays whole on its own; a type that occurs once stays in place. The schemas are
+// maps marshalled by encoding/json, so their keys are sorted and their bytes stable:
+// golden files can pin them. [Measure] sizes a tools/list answer for its budgets.
 package toolschema
