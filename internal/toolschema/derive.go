@@ -38,6 +38,13 @@ func Enum[S ~string](values []S) Rule {
 	return Rule{t: reflect.TypeFor[S](), schema: map[string]any{"type": "string", "enum": list}}
 }
 
+// Text is the rule for a named string type whose values are any text rather than a set
+// of constants (a Deriver refuses a named string type without a rule, so that an enum
+// cannot be forgotten).
+func Text[S ~string]() Rule {
+	return Rule{t: reflect.TypeFor[S](), schema: map[string]any{"type": "string"}}
+}
+
 // Type is the rule for a type whose values encode as schema says, for a type with its own
 // MarshalJSON (a walk of its fields would describe the wrong thing, so a Deriver refuses
 // such a type without a rule). schema is copied.
@@ -218,6 +225,9 @@ func (w *walk) schemaOf(t reflect.Type, at string) map[string]any {
 	case reflect.Float32, reflect.Float64:
 		return map[string]any{"type": "number"}
 	case reflect.String:
+		if t.PkgPath() != "" {
+			w.problem(at, "%v is a named string type: give its values with toolschema.Enum (or toolschema.Text if any text goes)", t)
+		}
 		return map[string]any{"type": "string"}
 	case reflect.Interface:
 		return map[string]any{} // whatever the value is

@@ -32,7 +32,7 @@ type stamp struct{ t time.Time }
 
 func (s stamp) MarshalJSON() ([]byte, error) { return json.Marshal(s.t.UTC().Format(time.RFC3339)) }
 
-var derive = New(Enum(colors()), Type[stamp](DateTime()))
+var derive = New(Enum(colors()), Type[stamp](DateTime()), Text[label]())
 
 // compact is a JSON text without its insignificant spaces, for comparing schemas.
 func compact(t *testing.T, s string) string {
@@ -540,7 +540,15 @@ type wrong struct {
 	Ch     chan int                 `json:"ch"`
 	Both   *int                     `json:"both,omitempty" toolschema:"required"`
 	AsText int                      `json:"asText,string"`
+	Word   word                     `json:"word"`
+	Label  label                    `json:"label"`
 }
+
+// word is a named string type without a rule, label one with Text.
+type (
+	word  string
+	label string
+)
 
 type selfEncoding struct{}
 
@@ -579,10 +587,15 @@ func TestProblems(t *testing.T) {
 		"ch: chan int has no JSON encoding",
 		"both: tagged required, but Marshal may leave it out",
 		`asText: the ",string" option`,
+		"word: toolschema.word is a named string type",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not say %q:\n%v", want, err)
 		}
+	}
+
+	if strings.Contains(err.Error(), "label") {
+		t.Errorf("a named string type with a Text rule is refused: %v", err)
 	}
 
 	if _, err := Output[[]int](derive); err == nil {

@@ -6,8 +6,9 @@
 // The schema describes what encoding/json writes and reads: property names and hiding
 // follow its rules (json tags, "-", embedded structs), time.Time is an RFC 3339 string,
 // json.RawMessage any value, []byte a base64 string, a map an object. A type with its own
-// MarshalJSON needs a Rule saying what it writes ([Type]); a named string type whose values
-// are constants gets an enum from a Rule too ([Enum]).
+// MarshalJSON needs a Rule saying what it writes ([Type]), and so does a named string type:
+// its constants, which become an enum ([Enum]), or any text ([Text]). Without one it is an
+// error, so that a declaration cannot forget an enum.
 //
 // Arguments and results follow different conventions (DESIGN, "Result shapes"):
 //
