@@ -182,8 +182,8 @@ func nArgs(min, max int, what string) cobra.PositionalArgs {
 
 // graphStateNames are the graph states --status takes.
 func graphStateNames() []string {
-	names := make([]string, len(tasks.GraphStates))
-	for i, s := range tasks.GraphStates {
+	names := make([]string, len(tasks.GraphStates()))
+	for i, s := range tasks.GraphStates() {
 		names[i] = string(s)
 	}
 	return names

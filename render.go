@@ -526,7 +526,7 @@ func renderCancel(w io.Writer, p palette, out tasks.CancelReport, stopping []str
 	fmt.Fprintf(w, "graph %s: %d task(s) concerned\n", out.GraphID, len(out.Tasks))
 	var rows [][]cell
 	for _, t := range out.Tasks {
-		rows = append(rows, []cell{{t.ID, ""}, stateCell(t.PreviousStatus), stateCell(t.Status), {t.Outcome, ""}})
+		rows = append(rows, []cell{{t.ID, ""}, stateCell(t.PreviousStatus), stateCell(t.Status), {string(t.Outcome), ""}})
 	}
 	if err := writeTable(w, p, []string{"TASK", "WAS", "NOW", "OUTCOME"}, rows); err != nil {
 		return err

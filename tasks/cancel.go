@@ -11,13 +11,21 @@ import (
 	"time"
 )
 
+// Outcome says what a cancel request did to one task (CancelOutcome.Outcome).
+type Outcome string
+
 // Outcomes of a cancel request for one task.
 const (
-	OutcomeCancelled       = "cancelled"
-	OutcomeCancelling      = "cancelling"
-	OutcomeSkipped         = "skipped"
-	OutcomeAlreadyTerminal = "already_terminal"
+	OutcomeCancelled       Outcome = "cancelled"        // it was pending and is cancelled now
+	OutcomeCancelling      Outcome = "cancelling"       // it runs and was signalled: it is cancelled once it stops
+	OutcomeSkipped         Outcome = "skipped"          // it waited on a task the cancel reached, and will never run
+	OutcomeAlreadyTerminal Outcome = "already_terminal" // it had finished: nothing changed
 )
+
+// Outcomes lists every cancel outcome, in the order a cancel's summary counts them.
+func Outcomes() []Outcome {
+	return []Outcome{OutcomeCancelled, OutcomeCancelling, OutcomeSkipped, OutcomeAlreadyTerminal}
+}
 
 // Cancel cancels the named tasks of a graph (all unfinished ones when taskIDs is empty):
 // pending ones at once, running ones by SIGTERM to their process group and SIGKILL after
@@ -96,7 +104,7 @@ func (e *Engine) cancelLocal(ctx context.Context, graphID string, taskIDs []stri
 			}
 		}
 	}
-	outcomes := map[*task]string{}
+	outcomes := map[*task]Outcome{}
 	for _, t := range g.tasks { // submitted order: deterministic results
 		if selected[t] {
 			outcomes[t] = e.cancelTaskLocked(g, t, CodeCancelled, reason, grace)
@@ -130,7 +138,7 @@ func (e *Engine) cancelGraphLocked(g *graph, code, reason string) {
 }
 
 // cancelTaskLocked cancels one task and reports what happened to it.
-func (e *Engine) cancelTaskLocked(g *graph, t *task, code, reason string, grace time.Duration) string {
+func (e *Engine) cancelTaskLocked(g *graph, t *task, code, reason string, grace time.Duration) Outcome {
 	switch State(t.row.Status) {
 	case Pending:
 		now := time.Now().UTC()

@@ -232,7 +232,7 @@ func TestEngine_CancelKillsProcessGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outcomes := map[string]string{}
+	outcomes := map[string]Outcome{}
 	for _, r := range res {
 		outcomes[r.ID] = r.Outcome
 	}
@@ -447,7 +447,7 @@ func TestEngine_CancelFromAnotherRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]string{}
+	got := map[string]Outcome{}
 	for _, r := range res {
 		got[r.ID] = r.Outcome
 	}

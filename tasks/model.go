@@ -25,10 +25,9 @@ const (
 )
 
 // GraphStates lists every graph state, in the order help texts give them.
-var GraphStates = []GraphState{GraphRunning, GraphSucceeded, GraphFailed, GraphCancelled}
-
-// States lists every task state, in lifecycle order.
-var States = []State{Pending, Running, Succeeded, Failed, Cancelled, Skipped}
+func GraphStates() []GraphState {
+	return []GraphState{GraphRunning, GraphSucceeded, GraphFailed, GraphCancelled}
+}
 
 // Graph is a stored graph's head.
 type Graph struct {
@@ -363,13 +362,12 @@ type Detail struct {
 	Tasks []TaskDetail `json:"tasks"`
 }
 
-// CancelOutcome says what a cancel request did to one task: Outcome is one of the
-// Outcome* constants.
+// CancelOutcome says what a cancel request did to one task.
 type CancelOutcome struct {
-	ID             string `json:"id"`
-	PreviousStatus State  `json:"previousStatus"`
-	Status         State  `json:"status"`
-	Outcome        string `json:"outcome"`
+	ID             string  `json:"id"`
+	PreviousStatus State   `json:"previousStatus"`
+	Status         State   `json:"status"`
+	Outcome        Outcome `json:"outcome"`
 }
 
 // CancelReport is the result of a cancel: the tasks concerned, in submitted order.

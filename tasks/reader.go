@@ -396,8 +396,8 @@ type ListReport struct {
 // q.Limit tasks, fewer when they do not fit q.MaxBytes. The graph summaries come from a
 // count per graph, so a page costs what its graphs hold, not the workspace.
 func (r *Reader) List(ctx context.Context, q ListQuery) (ListReport, error) {
-	if q.Status != "" && !slices.Contains(States, q.Status) {
-		return ListReport{}, invalid("status must be one of %v, got %s", States, quote.Short(string(q.Status)))
+	if q.Status != "" && !slices.Contains(States(), q.Status) {
+		return ListReport{}, invalid("status must be one of %v, got %s", States(), quote.Short(string(q.Status)))
 	}
 	if q.Limit < 0 || q.Limit > MaxListLimit {
 		return ListReport{}, invalid("limit must be 1..%d, got %d", MaxListLimit, q.Limit)
@@ -503,8 +503,8 @@ const graphBatch = 100
 // out), never to every task of the workspace.
 func (r *Reader) Graphs(ctx context.Context, q GraphQuery) ([]Overview, bool, error) {
 	for _, s := range q.States {
-		if !slices.Contains(GraphStates, s) {
-			return nil, false, invalid("a graph's status is one of %v, got %s", GraphStates, quote.Short(string(s)))
+		if !slices.Contains(GraphStates(), s) {
+			return nil, false, invalid("a graph's status is one of %v, got %s", GraphStates(), quote.Short(string(s)))
 		}
 	}
 	if q.Limit < 1 {

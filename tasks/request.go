@@ -95,7 +95,7 @@ func cancelOutcomes(before, after Snapshot, requested, marked []string) []Cancel
 	var out []CancelOutcome
 	for _, t := range after.Tasks {
 		was, now := prev[t.ID], t.Status
-		var outcome string
+		var outcome Outcome
 		switch {
 		case slices.Contains(marked, t.ID) && now == Cancelled:
 			outcome = OutcomeCancelled

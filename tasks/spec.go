@@ -16,6 +16,9 @@ const (
 	Skipped   State = "skipped"
 )
 
+// States lists every task state, in lifecycle order.
+func States() []State { return []State{Pending, Running, Succeeded, Failed, Cancelled, Skipped} }
+
 // Terminal reports whether s is final.
 func (s State) Terminal() bool {
 	return s == Succeeded || s == Failed || s == Cancelled || s == Skipped

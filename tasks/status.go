@@ -21,6 +21,9 @@ const (
 	UntilChange Until = "change" // any selected task changes state (or starts a new attempt)
 )
 
+// Untils lists everything a Wait can wait for, the default (UntilDone) first.
+func Untils() []Until { return []Until{UntilDone, UntilChange} }
+
 // foreignPoll is how often a wait re-reads a graph that another runner runs: that
 // runner's changes reach this process only through the store.
 const foreignPoll = 200 * time.Millisecond

@@ -28,6 +28,11 @@ const (
 	EventEnded   LogEventType = "ended"   // the task is terminal; Task says how it ended
 )
 
+// LogEventTypes lists every LogEvent type, in the order they are declared above.
+func LogEventTypes() []LogEventType {
+	return []LogEventType{EventLog, EventWaiting, EventStarted, EventEnded}
+}
+
 // LogEvent is one thing a follower reports about a task. Its JSON form is a record of
 // `mcp-harness tasks logs --json` (NDJSON: one record a line; there a log record holds one
 // line of text, without its newline). Every field is present, null where it does not apply.

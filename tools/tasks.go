@@ -317,7 +317,7 @@ func (s *Server) tasksListTool() server.ServerTool {
 	return bind(s, mcp.NewTool("tasks_list",
 		mcp.WithDescription("Every task graph and task of this workspace, newest first, whichever server ran them."),
 		inputSchema(object(schema{
-			"status":  enum("Only tasks in this state.", tasks.States...),
+			"status":  enum("Only tasks in this state.", tasks.States()...),
 			"graphId": str("Only this graph's tasks."),
 			"limit":   integer("Tasks per page. Default 50.", 1, tasks.MaxListLimit),
 			"cursor":  cursorProp,
@@ -409,13 +409,13 @@ func (s *Server) tasksCancelTool() server.ServerTool {
 // cancelText counts the outcomes of a cancel, then lists those of the page.
 func cancelText(out tasks.CancelReport, all []tasks.CancelOutcome, cut clampNotes) string {
 	var b strings.Builder
-	counts := map[string]int{}
+	counts := map[tasks.Outcome]int{}
 	for _, r := range all {
 		counts[r.Outcome]++
 	}
 	fmt.Fprintf(&b, "graph %s: %d task(s) concerned", out.GraphID, len(all))
 	var parts []string
-	for _, o := range []string{tasks.OutcomeCancelled, tasks.OutcomeCancelling, tasks.OutcomeSkipped, tasks.OutcomeAlreadyTerminal} {
+	for _, o := range tasks.Outcomes() {
 		if counts[o] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
 		}
