@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/jsonsize"
+	"github.com/mcp-harness/mcp-harness/tasks/dag"
 )
 
 // syntheticGraph is a finished graph that exists only as a Snapshot: Status and
@@ -253,7 +254,7 @@ func TestExplainPage(t *testing.T) {
 	}
 
 	// A graph too big to draw fits whole in a big budget, without a chart.
-	big := syntheticGraph(te, mermaidMaxNodes+1, nil, nil)
+	big := syntheticGraph(te, dag.MermaidMaxNodes+1, nil, nil)
 	if r, err := ExplainPage(big, PageQuery{MaxBytes: 1 << 20}); err != nil || r.Mermaid != nil || r.OmittedNodes != 0 ||
 		!slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "is not drawn") }) {
 		t.Errorf("a graph of %d tasks in 1 MiB: %v, mermaid %v, omitted %d, notes %q", len(big.Tasks), err, r.Mermaid != nil, r.OmittedNodes, r.Notes)

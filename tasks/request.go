@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/quote"
+	"github.com/mcp-harness/mcp-harness/tasks/dag"
 )
 
 // This file is cancelling from any process: a cancel is recorded in the store for the
@@ -217,9 +218,9 @@ func cancelSettled(before Snapshot, state map[string]State, res []CancelOutcome)
 	}) {
 		return false
 	}
-	nodes := make([]Node, len(before.Tasks))
+	nodes := make([]dag.Node, len(before.Tasks))
 	for i, t := range before.Tasks {
-		nodes[i] = Node{ID: t.ID, Status: state[t.ID], DependsOn: t.DependsOn}
+		nodes[i] = dag.Node{ID: t.ID, Status: state[t.ID], DependsOn: t.DependsOn}
 	}
-	return !slices.ContainsFunc(Analyze(nodes).Nodes, func(n NodeView) bool { return n.Reason == ReasonBlocked })
+	return !slices.ContainsFunc(dag.Analyze(nodes).Nodes, func(n NodeView) bool { return n.Reason == ReasonBlocked })
 }

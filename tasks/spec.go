@@ -1,81 +1,74 @@
 package tasks
 
-import "time"
+import "github.com/mcp-harness/mcp-harness/tasks/dag"
 
-// State is a task's state. pending -> running -> succeeded | failed | cancelled, and
-// pending -> skipped | cancelled; the last four are terminal and final.
-type State string
+// The words of a graph and the pure code that checks and explains one live in package
+// dag, so that they can be read and tested without an engine. The names the engine's
+// callers use keep their tasks spelling here: these are aliases, the same types and
+// values, so a dag.State is a tasks.State and errors.Is matches either sentinel.
+
+// State is a task's state (see dag.State).
+type State = dag.State
 
 // The task states.
 const (
-	Pending   State = "pending"
-	Running   State = "running"
-	Succeeded State = "succeeded"
-	Failed    State = "failed"
-	Cancelled State = "cancelled"
-	Skipped   State = "skipped"
+	Pending   = dag.Pending
+	Running   = dag.Running
+	Succeeded = dag.Succeeded
+	Failed    = dag.Failed
+	Cancelled = dag.Cancelled
+	Skipped   = dag.Skipped
 )
 
 // States lists every task state, in lifecycle order.
-func States() []State { return []State{Pending, Running, Succeeded, Failed, Cancelled, Skipped} }
+func States() []State { return dag.States() }
 
-// Terminal reports whether s is final.
-func (s State) Terminal() bool {
-	return s == Succeeded || s == Failed || s == Cancelled || s == Skipped
-}
+// Spec is a graph as an agent submits it (see dag.Spec).
+type Spec = dag.Spec
 
-// Spec is a graph as an agent submits it.
-type Spec struct {
-	Name           string
-	Tasks          []TaskSpec
-	MaxParallel    int // 0 = the engine's default (the CPU count)
-	FailFast       bool
-	IdempotencyKey string
-}
+// TaskSpec is one task as submitted (see dag.TaskSpec).
+type TaskSpec = dag.TaskSpec
 
-// TaskSpec is one task as submitted.
-type TaskSpec struct {
-	ID         string
-	Command    string
-	DependsOn  []string
-	Cwd        string            // as given: relative to the workspace, or absolute inside it
-	Env        map[string]string // added to the inherited environment and the task defaults
-	TimeoutSec int               // 0 = no timeout
-	Retries    int               // extra attempts after a failed one
-}
+// Limits bound what Validate accepts (see dag.Limits).
+type Limits = dag.Limits
 
-// Limits bound what Validate accepts.
-type Limits struct {
-	MaxTasks    int // tasks per graph; 0 = DefaultMaxTasks
-	MaxParallel int // the largest maxParallel accepted; 0 = no cap
-}
-
-// Defaults and bounds of a submitted graph.
+// Bounds of a submitted graph that adapters state in their help and schemas.
 const (
-	DefaultMaxTasks = 10000
-	MaxRetries      = 100
-	MaxTimeout      = 7 * 24 * time.Hour
-	// MaxCommandBytes: a command is one argument of bash -c, and Linux refuses an argument
-	// of 128 KiB or more (MAX_ARG_STRLEN counts its terminating NUL).
-	MaxCommandBytes = 128<<10 - 1
-	MaxNameBytes    = 200
-	// MaxIdempotencyKeyBytes bounds an idempotencyKey: a key is an id of the caller's
-	// choosing (a UUID, a hash), stored with the graph.
-	MaxIdempotencyKeyBytes = 200
-	// A task's env: at most MaxEnvVars variables, each value at most MaxEnvValueBytes, the
-	// names and values together at most MaxEnvBytes (the environment shares the kernel's
-	// limit on what a program is started with, and a value over 128 KiB cannot be passed
-	// at all).
-	MaxEnvVars       = 100
-	MaxEnvValueBytes = 32 << 10
-	MaxEnvBytes      = 128 << 10
+	DefaultMaxTasks = dag.DefaultMaxTasks
+	MaxRetries      = dag.MaxRetries
 )
 
-// Validated is a Spec that passed Validate: every cwd resolved to an absolute directory
-// (Dirs, by task index) and the tasks in a topological order (Order, task indexes, each
-// task after all of its dependencies, ties in submitted order).
-type Validated struct {
-	Spec  Spec
-	Dirs  []string
-	Order []int
+// Error kinds of a refused graph (see dag.ErrInvalid). ErrInvalid is also what the read
+// side's usage errors report.
+var (
+	ErrInvalid           = dag.ErrInvalid
+	ErrCycle             = dag.ErrCycle
+	ErrUnknownDependency = dag.ErrUnknownDependency
+	ErrDuplicateTask     = dag.ErrDuplicateTask
+	ErrLimit             = dag.ErrLimit
+)
+
+// Validate checks a spec before anything is stored (see dag.Validate).
+func Validate(spec Spec, lim Limits, confine func(cwd string) (string, error)) (dag.Validated, error) {
+	return dag.Validate(spec, lim, confine)
 }
+
+// EditDistance is the optimal-string-alignment distance between a and b (see
+// dag.EditDistance); the tools suggest argument names by it.
+func EditDistance(a, b string) int { return dag.EditDistance(a, b) }
+
+// View is what tasks_graph shows of a graph (see dag.View).
+type View = dag.View
+
+// NodeView is one task as tasks_graph shows it (see dag.NodeView).
+type NodeView = dag.NodeView
+
+// DepState names a dependency and its state (see dag.DepState).
+type DepState = dag.DepState
+
+// Reasons a pending task has not started, as NodeView.Reason gives them.
+const (
+	ReasonReady   = dag.ReasonReady
+	ReasonWaiting = dag.ReasonWaiting
+	ReasonBlocked = dag.ReasonBlocked
+)

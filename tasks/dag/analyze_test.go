@@ -1,4 +1,4 @@
-package tasks
+package dag
 
 import (
 	"fmt"
@@ -271,8 +271,8 @@ func TestAnalyze_MermaidSize(t *testing.T) {
 					t.Errorf("Analyze().Mermaid = %q, want %q", got, want)
 				}
 			}
-			if len(got) > mermaidMaxBytes {
-				t.Errorf("Analyze().Mermaid is %d bytes, want at most %d", len(got), mermaidMaxBytes)
+			if len(got) > MermaidMaxBytes {
+				t.Errorf("Analyze().Mermaid is %d bytes, want at most %d", len(got), MermaidMaxBytes)
 			}
 			checkMermaid(t, tt.nodes, got)
 		})
