@@ -25,14 +25,15 @@ package tasks
 //	schedule.go  the in-memory graphs and tasks; picking what runs next; how a task's end
 //	             carries through its graph (ready, skipped, dropped)
 //	process.go   one attempt as a process: spawn, timeout, stop, reap, outcome
-//	writer.go    the write queue and the goroutine that commits it to the store
-//	prelog.go    task logs created ahead of their starts, on a goroutine of their own
+//	writer.go    the write queue and the writer, the goroutine that commits it to the store
+//	prelog.go    task logs created ahead of their starts, by the preparer's goroutine
+//	loop.go      the loop type the watcher, the lease and the spooler run on
 //	cancel.go    Cancel, of this runner's graphs and (via the store) of others'
 //	remote.go    what reaches this runner through the store: cancel requests, reconcile,
 //	             archiving and retention
 //	lease.go     the runner's epoch and lease: renewal, and registering again once lost
 //
-// Locks and WaitGroups are described once, on Engine.
+// Locks and goroutines are described once, on Engine.
 
 import (
 	"context"
@@ -118,23 +119,18 @@ const DefaultRetention = 7 * 24 * time.Hour
 //
 // Locking: mu guards graphs, order, running and closed, and all the in-memory state of
 // every graph and task (their rows, ready queues, counters, processes and timers). A
-// method named *Locked is called with mu held. Sends on writes are made with mu held too,
-// so the queue holds every change in the order it happened (see writer.go). epochMu and
-// leaseMu are the runner's identity and lease (see lease.go); epochMu is taken before mu.
+// method named *Locked is called with mu held. Sends on the write queue are made with mu
+// held too, so the queue holds every change in the order it happened (see writer.go).
+// epochMu and lease.mu are the runner's identity and lease (see lease.go); epochMu is
+// taken before mu.
 //
-// Goroutines, and who waits for them (all in Close):
+// Goroutines: each background loop is a value that owns its goroutine and its Close
+// (writer, preparer, watcher, lease, spooler; the archiver's use), and Close closes them
+// in order. Besides them, two WaitGroups count work Close waits for:
 //   - waiters counts task attempts from the moment scheduleLocked takes their slot until
 //     wait has reaped the process (or start gave up): Close waits for every process.
 //   - inflight counts Submits past their closed check, so Close does not stop recording
 //     states while a Submit is still storing and adopting its graph.
-//   - bg tracks watchLoop and spoolLoop (remote.go), stopped by stopBG; watchLoop may
-//     still queue states (a cancel request), so Close waits for it before closing writes.
-//   - writer tracks writeLoop, which ends once writes is closed and drained: after it,
-//     every state is in the store.
-//   - prepDone tracks prepLoop (prelog.go), which ends once preps is closed and drained.
-//   - the archiver (spool.go) is the process's: an engine holds a use of it from NewEngine
-//     to the end of Close, after every task has been reaped, and the last engine to let
-//     go ends it and waits for it (its thread ends with it).
 type Engine struct {
 	*Reader
 	cfg   Config
@@ -148,35 +144,21 @@ type Engine struct {
 	running int               // tasks running, runner-wide
 	closed  bool
 
-	writes   *writeQueue
-	preps    *prepQueue     // logs to create ahead of their tasks (prelog.go)
-	prepDone sync.WaitGroup // prepLoop
-	// archClosed is set at the end of Close, when the engine lets go of its use of the
-	// archiver (spool.go); archMu guards it.
-	archMu     sync.Mutex
-	archClosed bool
-	changes    *notifier
-	finishes   *notifier // fired once a graph of this runner has finished and is written
-	stopBG     context.CancelFunc
-	bg         sync.WaitGroup // watchLoop, spoolLoop, leaseLoop
-	spoolq     chan string    // finished graphs to archive
-	waiters    sync.WaitGroup // one per running process
-	inflight   sync.WaitGroup // Submits past their closed check
-	writer     sync.WaitGroup
-	wrote      chan struct{} // closed when writeLoop ends
+	writer   *writer      // commits the write queue to the store (writer.go)
+	preparer *preparer    // creates logs ahead of their tasks (prelog.go)
+	watcher  *loop        // watchLoop: cancel requests, reconciling, expiry (remote.go)
+	lease    lease        // renews the runner's lease (lease.go)
+	spooler  *spooler     // archives finished graphs (remote.go, spool.go)
+	archiver *archiverUse // this engine's use of the process's archiver (spool.go)
+	changes  *notifier
+	finishes *notifier      // fired once a graph of this runner has finished and is written
+	waiters  sync.WaitGroup // one per running process
+	inflight sync.WaitGroup // Submits past their closed check
 
 	// abandon is closed when the shutdown begins: a task still waiting for its running
-	// state to be recorded is then not started (see launchAll). giveUp is closed when the
-	// writer has had its time too (or an immediate exit was asked for): it then saves what
-	// it could not write for the next runner (see writer.go).
+	// state to be recorded is then not started (see launchAll).
 	abandon     chan struct{}
 	abandonOnce sync.Once
-	giveUp      chan struct{}
-	giveUpOnce  sync.Once
-	// writeCtx is what the writer's transactions run under; cancelWrites ends it when the
-	// writer gives up, so an attempt waiting for the lock ends at once.
-	writeCtx     context.Context
-	cancelWrites context.CancelFunc
 
 	epochMu sync.RWMutex
 	epoch   string // the runner id this engine acts as now; guarded by epochMu
@@ -189,11 +171,6 @@ type Engine struct {
 	// when its lease is lost (see detach.go).
 	idle, lost         chan struct{}
 	idleOnce, lostOnce sync.Once
-
-	leaseMu      sync.Mutex
-	renewedAt    time.Time // the last renewal of the lease that succeeded
-	backSince    time.Time // when the lease was last renewed after a lapse
-	renewFailing bool      // renewals fail for a reason other than a lost lease (logged once)
 }
 
 // NewEngine starts an engine. Close stops it.
@@ -225,33 +202,24 @@ func NewEngine(cfg Config) *Engine {
 		cfg:    cfg, log: cfg.Logger, shell: shell,
 		env:      mergeEnv(os.Environ(), taskDefaults),
 		graphs:   map[string]*graph{},
-		writes:   newWriteQueue(),
-		preps:    newPrepQueue(),
-		spoolq:   make(chan string, 1024),
+		spooler:  newSpooler(),
 		changes:  newNotifier(),
 		finishes: newNotifier(),
 		abandon:  make(chan struct{}),
-		giveUp:   make(chan struct{}),
-		wrote:    make(chan struct{}),
 		started:  make(chan struct{}),
 		idle:     make(chan struct{}),
 		lost:     make(chan struct{}),
 		epoch:    cfg.RunnerID,
 		// The runner was registered (or renewed) just before the engine starts.
-		renewedAt: time.Now(),
+		lease: lease{renewedAt: time.Now()},
 	}
-	lowArchiver.acquire() // let go of in Close (stopArchiver)
-	e.writeCtx, e.cancelWrites = context.WithCancel(context.Background())
-	e.writer.Add(1)
-	go e.writeLoop()
-	e.prepDone.Add(1)
-	go e.prepLoop()
-	bg, stop := context.WithCancel(context.Background())
-	e.stopBG = stop
-	e.bg.Go(func() { e.watchLoop(bg) })
-	e.bg.Go(func() { e.leaseLoop(bg) })
+	e.archiver = acquireArchiver() // let go of at the end of Close
+	e.writer = startWriter(e)
+	e.preparer = startPreparer()
+	e.watcher = startLoop(e.watchLoop)
+	e.lease.loop = startLoop(e.leaseLoop)
 	if cfg.ArtifactsDir != "" {
-		e.bg.Go(func() { e.spoolLoop(bg) })
+		e.spooler.loop = startLoop(e.spoolLoop)
 	}
 	return e
 }
@@ -262,22 +230,68 @@ func NewEngine(cfg Config) *Engine {
 // whatever still runs is killed at once; when the database cannot be written by then
 // (another process holds its lock), the states not yet written are saved beside it for the
 // next runner to apply (see writer.go), so Close still returns.
+//
+// The order is what makes the record whole: whatever may still queue a state is over
+// before the write queue closes, and the queue is written before anything that reads the
+// record (the waits, the archives) is let go.
 func (e *Engine) Close(ctx context.Context) error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	if !e.beginClose() {
 		return nil
 	}
+	// Every process reaped, every Submit in flight adopted and shut down: no task will
+	// change state any more on its own.
+	e.reapAll(ctx)
+	e.closeDirs()
+	// Stopped at the start (beginClose); the watch may still carry out a cancel request,
+	// which queues states, so it is waited for before the queue closes.
+	e.watcher.Close()
+	e.lease.Close()
+	e.spooler.Close()
+	// Nothing queues logs to prepare from here on: the preparer finishes what is queued
+	// while the writer finishes, and the writer writes everything queued (or, past the
+	// deadline, saves it for the next runner).
+	e.preparer.stop()
+	e.writer.Close(ctx)
+	e.preparer.Close()
+	// Everything is written: every wait ends, with what is recorded.
+	e.changes.closeAll()
+	e.finishes.closeAll()
+	// Archive what finished and is not archived yet, as far as the time allows; what does
+	// not fit is archived by the next runner to start, so running out of time is no error.
+	if err := e.spoolUnspooled(ctx, true); err != nil {
+		e.log.Warn("archiving at shutdown left work for the next start", "err", err)
+	}
+	// Last, once every task of this engine is reaped: the archiver's thread may have
+	// forked some of them (see spool.go).
+	e.archiver.Close()
+	return nil
+}
+
+// beginClose marks the engine closed, stops the background loops from starting more work,
+// and shuts every graph down (pending tasks cancelled, running ones signalled). It reports
+// false when the engine was closed already.
+func (e *Engine) beginClose() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
 	e.closed = true
-	e.stopBG()
+	e.watcher.Stop()
+	e.lease.Stop()
+	e.spooler.Stop()
 	// A task picked to start whose process is not started yet is not started at all
 	// (see launchAll): it is recorded cancelled, like the pending ones.
 	e.abandonOnce.Do(func() { close(e.abandon) })
 	for _, g := range slices.Clone(e.order) {
 		e.shutdownGraphLocked(g)
 	}
-	e.mu.Unlock()
+	return true
+}
 
+// reapAll waits for the Submits in flight and for every task's process to be reaped;
+// when ctx ends first, whatever still runs is killed at once.
+func (e *Engine) reapAll(ctx context.Context) {
 	done := make(chan struct{})
 	go func() { e.inflight.Wait(); e.waiters.Wait(); close(done) }()
 	select {
@@ -294,47 +308,18 @@ func (e *Engine) Close(ctx context.Context) error {
 		e.mu.Unlock()
 		<-done
 	}
-	// Every start is over: no graph holds its directories open any more (dirs.go). A
-	// graph ends, and closes them, once its last task does; this is for one that did not.
+}
+
+// closeDirs closes the directories of the graphs still held: every start is over, so no
+// graph holds its directories open any more (dirs.go). A graph ends, and closes them,
+// once its last task does; this is for one that did not.
+func (e *Engine) closeDirs() {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	for _, g := range e.order {
 		g.dirs.close()
 	}
-	e.mu.Unlock()
-	e.bg.Wait()
-	// Nothing queues logs to prepare from here on; prepLoop finishes what is queued
-	// (see prelog.go) while the writer finishes.
-	e.preps.close()
-	e.writes.close()
-	writerDone := make(chan struct{})
-	go func() { e.writer.Wait(); close(writerDone) }()
-	select {
-	case <-writerDone:
-	case <-ctx.Done():
-		// Past the deadline the writer still gets a moment, which a database that is not
-		// locked needs to take thousands of states, before it saves them instead.
-		select {
-		case <-writerDone:
-		case <-time.After(finalWriteGrace):
-			e.giveUpWrites()
-			<-writerDone
-		}
-	}
-	e.cancelWrites()
-	e.prepDone.Wait()
-	e.changes.closeAll()
-	e.finishes.closeAll()
-	// Archive what finished and is not archived yet, as far as the time allows; what does
-	// not fit is archived by the next runner to start, so running out of time is no error.
-	if err := e.spoolUnspooled(ctx, true); err != nil {
-		e.log.Warn("archiving at shutdown left work for the next start", "err", err)
-	}
-	e.stopArchiver()
-	return nil
 }
-
-// finalWriteGrace is how long Close lets the writer go on past the shutdown deadline.
-const finalWriteGrace = 300 * time.Millisecond
 
 // Abort records what it can when the process is about to exit at once (a second signal
 // during a shutdown): every running task's process group is killed and the task recorded
@@ -365,7 +350,7 @@ func (e *Engine) Abort(ctx context.Context) {
 			}
 			// Queued as the task's last state; whatever the task's own exit would record
 			// later is refused by the store, since terminal states are final.
-			e.writes.push(writeItem{update: &store.TaskUpdate{GraphID: g.row.ID, TaskID: t.row.ID, TaskState: st}})
+			e.writer.queue.push(writeItem{update: &store.TaskUpdate{GraphID: g.row.ID, TaskID: t.row.ID, TaskState: st}})
 		}
 		e.shutdownGraphLocked(g)
 	}
@@ -373,12 +358,12 @@ func (e *Engine) Abort(ctx context.Context) {
 	e.mu.Unlock()
 	select {
 	case <-written:
-	case <-e.wrote: // Close got there first: everything is written
+	case <-e.writer.done: // Close got there first: everything is written
 	case <-ctx.Done():
-		e.giveUpWrites()
+		e.writer.giveUpNow()
 		select {
 		case <-written:
-		case <-e.wrote:
+		case <-e.writer.done:
 		case <-time.After(finalWriteGrace):
 		}
 	}

@@ -1,7 +1,7 @@
 package tasks
 
 // This file owns the runner's hold on the workspace: its epoch (the runner id every store
-// write of this engine is made in the name of), the lease it renews (leaseLoop), and what
+// write of this engine is made in the name of), the lease it renews (lease, its loop), and what
 // happens when the lease turns out lost: the engine registers again as a new runner, keeps
 // the graphs it still owns and forgets the ones a peer adopted (recoverLease).
 //
@@ -17,14 +17,15 @@ package tasks
 // runner's name and must not straddle a change of epoch (a batch of the writer, Submit
 // from storing a graph until it is in memory, an adoption, the owner check before a
 // start), and for writing while the epoch changes. It is always taken before e.mu, never
-// while e.mu is held. leaseMu serialises renewals and re-registrations and guards the
-// lease bookkeeping below.
+// while e.mu is held. lease.mu serialises renewals and re-registrations and guards the
+// lease's bookkeeping.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/store"
@@ -51,6 +52,17 @@ func (e *Engine) RunnerID() string {
 	return e.epoch
 }
 
+// lease is the runner's lease as this engine keeps it: the goroutine that renews it, and
+// what the renewals found. mu serialises renewals and re-registrations (keepLease) and
+// guards the rest.
+type lease struct {
+	*loop
+	mu           sync.Mutex
+	renewedAt    time.Time // the last renewal of the lease that succeeded
+	backSince    time.Time // when the lease was last renewed after a lapse
+	renewFailing bool      // renewals fail for a reason other than a lost lease (logged once)
+}
+
 // leaseLoop renews the lease every third of it until ctx ends.
 func (e *Engine) leaseLoop(ctx context.Context) {
 	t := time.NewTicker(e.cfg.Lease / 3)
@@ -71,25 +83,25 @@ func (e *Engine) leaseLoop(ctx context.Context) {
 // runner. A renewal that fails otherwise (the database locked by another process) is
 // retried at the next tick; it is logged once per outage.
 func (e *Engine) keepLease(ctx context.Context) error {
-	e.leaseMu.Lock()
-	defer e.leaseMu.Unlock()
+	e.lease.mu.Lock()
+	defer e.lease.mu.Unlock()
 	id := e.RunnerID()
 	err := e.cfg.DB.RenewLease(ctx, id, e.cfg.Lease)
 	now := time.Now()
 	switch {
 	case err == nil:
-		if gap := now.Sub(e.renewedAt); gap > e.cfg.Lease {
+		if gap := now.Sub(e.lease.renewedAt); gap > e.cfg.Lease {
 			// This runner could not renew for longer than its lease: stalled, or the
 			// database was locked. Its peers probably could not renew either; they get a
 			// lease's time to do so before this runner judges anyone by silence.
-			e.backSince = now
+			e.lease.backSince = now
 			e.log.Warn("this runner's lease lapsed and is renewed again", "without renewal", gap.Round(time.Millisecond))
 		}
-		if e.renewFailing {
+		if e.lease.renewFailing {
 			e.log.Info("lease renewed again")
-			e.renewFailing = false
+			e.lease.renewFailing = false
 		}
-		e.renewedAt = now
+		e.lease.renewedAt = now
 		return nil
 	case errors.Is(err, store.ErrLeaseLost) && e.cfg.Only != "":
 		e.lostOnce.Do(func() { close(e.lost) })
@@ -99,8 +111,8 @@ func (e *Engine) keepLease(ctx context.Context) error {
 	case ctx.Err() != nil:
 		return nil
 	}
-	if !e.renewFailing {
-		e.renewFailing = true
+	if !e.lease.renewFailing {
+		e.lease.renewFailing = true
 		return fmt.Errorf("cannot renew the lease yet, retrying every %s: %w", e.cfg.Lease/3, err)
 	}
 	return nil
@@ -109,9 +121,9 @@ func (e *Engine) keepLease(ctx context.Context) error {
 // judgesBySilence reports whether this runner may judge another gone by its silence: only
 // once it has held its own lease without a lapse for a whole lease (see keepLease).
 func (e *Engine) judgesBySilence(now time.Time) bool {
-	e.leaseMu.Lock()
-	defer e.leaseMu.Unlock()
-	return now.Sub(e.backSince) >= e.cfg.Lease
+	e.lease.mu.Lock()
+	defer e.lease.mu.Unlock()
+	return now.Sub(e.lease.backSince) >= e.cfg.Lease
 }
 
 // recoverLocked registers this process again as a new runner after its lease was lost, in
@@ -120,7 +132,7 @@ func (e *Engine) judgesBySilence(now time.Time) bool {
 // then writes them in the new epoch's name); the others were adopted by a peer, which runs
 // them now, so they are forgotten here (what is left of their processes is killed: the
 // adopter recorded them RUNNER_RESTARTED). A runner shutting down does not register again.
-// Called with leaseMu held.
+// Called with lease.mu held.
 func (e *Engine) recoverLocked(ctx context.Context) error {
 	e.epochMu.Lock()
 	old := e.epoch
@@ -152,7 +164,7 @@ func (e *Engine) recoverLocked(ctx context.Context) error {
 	e.mu.Unlock()
 	e.epochMu.Unlock()
 	now := time.Now()
-	e.renewedAt, e.backSince, e.renewFailing = now, now, false
+	e.lease.renewedAt, e.lease.backSince, e.lease.renewFailing = now, now, false
 	e.log.Warn("this runner lost its lease (it stalled and another runner judged it gone); it registered again as a new runner",
 		"old", old, "new", r.ID, "graphs kept", len(moved), "graphs left to the runner that adopted them", forgotten)
 	go e.launchAll(next)

@@ -128,9 +128,9 @@ func TestReconcile_NoJudgementBySilenceRightAfterALapse(t *testing.T) {
 	if _, err := rawExec(t, te.db.Path(), `UPDATE runners SET lease_expires_at = ? WHERE id = ?`, time.Now().Add(-time.Hour).UnixMilli(), stalled.ID); err != nil {
 		t.Fatal(err)
 	}
-	te.e.leaseMu.Lock()
-	te.e.renewedAt = time.Now().Add(-time.Hour) // the last renewal before the lapse
-	te.e.leaseMu.Unlock()
+	te.e.lease.mu.Lock()
+	te.e.lease.renewedAt = time.Now().Add(-time.Hour) // the last renewal before the lapse
+	te.e.lease.mu.Unlock()
 	if err := te.e.keepLease(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -138,9 +138,9 @@ func TestReconcile_NoJudgementBySilenceRightAfterALapse(t *testing.T) {
 	if got, _ := te.db.GetGraph(t.Context(), g.ID); got.RunnerID != stalled.ID {
 		t.Fatalf("a runner that had just renewed after a lapse took over a silent one")
 	}
-	te.e.leaseMu.Lock()
-	te.e.backSince = time.Now().Add(-te.e.cfg.Lease) // a lease later
-	te.e.leaseMu.Unlock()
+	te.e.lease.mu.Lock()
+	te.e.lease.backSince = time.Now().Add(-te.e.cfg.Lease) // a lease later
+	te.e.lease.mu.Unlock()
 	te.e.Reconcile(t.Context())
 	wantState(t, te.waitDone(t, g.ID), "a", Succeeded, "")
 }

@@ -1,7 +1,8 @@
 package tasks
 
-// This file creates task logs ahead of their tasks' starts, on a goroutine of its own, so
-// that creating a file is not on the path from a task's exit to its dependent's start.
+// This file creates task logs ahead of their tasks' starts, on a goroutine of its own (the
+// preparer's), so that creating a file is not on the path from a task's exit to its
+// dependent's start.
 // Creating a file costs an inode allocation, which on ext4 takes tens of microseconds and,
 // on a busy file system without a journal, half a millisecond (it skips recently freed
 // inodes one by one); opening one that exists costs a few microseconds. spawn still opens
@@ -34,49 +35,64 @@ import (
 // ahead of a burst of starts, few enough that a failure wastes little.
 const logsAhead = 16
 
-// prepQueue is the unbounded queue between the engine and prepLoop.
-type prepQueue struct {
+// preparer is the goroutine that creates the logs queued for it, and its unbounded queue.
+type preparer struct {
 	mu     sync.Mutex
 	items  []string // paths of the logs to create
 	closed bool
 	ready  chan struct{} // holds a token while there is something to take
+	done   chan struct{} // closed when the goroutine ends
 }
 
-func newPrepQueue() *prepQueue { return &prepQueue{ready: make(chan struct{}, 1)} }
+// startPreparer starts a preparer with nothing queued.
+func startPreparer() *preparer {
+	p := &preparer{ready: make(chan struct{}, 1), done: make(chan struct{})}
+	go p.loop()
+	return p
+}
 
-func (q *prepQueue) push(path string) {
-	q.mu.Lock()
-	q.items = append(q.items, path)
-	q.mu.Unlock()
+func (p *preparer) push(path string) {
+	p.mu.Lock()
+	p.items = append(p.items, path)
+	p.mu.Unlock()
+	p.signal()
+}
+
+// stop closes the queue: the preparer ends once it has created what is queued. It does
+// not wait, so the preparer finishes while the engine does the rest of its shutdown.
+func (p *preparer) stop() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.signal()
+}
+
+// Close closes the queue and waits for the preparer to end.
+func (p *preparer) Close() {
+	p.stop()
+	<-p.done
+}
+
+func (p *preparer) signal() {
 	select {
-	case q.ready <- struct{}{}:
+	case p.ready <- struct{}{}:
 	default:
 	}
 }
 
-func (q *prepQueue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
+func (p *preparer) take() ([]string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	items := p.items
+	p.items = nil
+	return items, p.closed
 }
 
-func (q *prepQueue) take() ([]string, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	items := q.items
-	q.items = nil
-	return items, q.closed
-}
-
-// prepLoop works through the queue until it is closed and empty.
-func (e *Engine) prepLoop() {
-	defer e.prepDone.Done()
+// loop works through the queue until it is closed and empty.
+func (p *preparer) loop() {
+	defer close(p.done)
 	for {
-		paths, closed := e.preps.take()
+		paths, closed := p.take()
 		for _, path := range paths {
 			// No O_CREATE of the graph's directory: a graph whose logs were removed
 			// meanwhile (it expired) gets none back.
@@ -88,7 +104,7 @@ func (e *Engine) prepLoop() {
 			if closed {
 				return
 			}
-			<-e.preps.ready
+			<-p.ready
 		}
 	}
 }
@@ -107,7 +123,7 @@ func (e *Engine) prepareLogsLocked(g *graph, starting []*task) {
 		if !t.logPrepared && State(t.row.Status) == Pending && t.row.Attempt == 0 {
 			t.logPrepared = true
 			g.prepared++
-			e.preps.push(e.LogPath(g.row.ID, t.row.ID))
+			e.preparer.push(e.LogPath(g.row.ID, t.row.ID))
 		}
 		return true
 	}

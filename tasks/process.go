@@ -97,7 +97,7 @@ func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
 	// adopted after that write finds the task running, records it failed and does not run
 	// it (so did an adoption between the owner check and the start that this replaces); this
 	// runner forgets the graph at its next refused start, or when its lease renewal fails.
-	if e.writes.isDisowned(g.row.ID) {
+	if e.writer.queue.isDisowned(g.row.ID) {
 		return nil, errAdopted
 	}
 	// The cwd was checked when the graph was submitted, but the directory may have been

@@ -59,6 +59,25 @@ func (e *Engine) expireEvery() time.Duration {
 	return min(time.Minute, e.cfg.Retention/2)
 }
 
+// spooler archives graphs as they finish: the writer offers it each finished graph once
+// its last state is written, and its loop (spoolLoop) archives them one at a time. Its
+// loop is nil when the engine has no artifacts directory.
+type spooler struct {
+	*loop
+	queue chan string // finished graphs to archive
+}
+
+func newSpooler() *spooler { return &spooler{queue: make(chan string, 1024)} }
+
+// offer queues a finished graph for archiving, without waiting: when the queue is full
+// the next sweep (spoolUnspooled) finds the graph unarchived.
+func (s *spooler) offer(graphID string) {
+	select {
+	case s.queue <- graphID:
+	default:
+	}
+}
+
 // spoolLoop archives graphs as they finish, and at start whatever finished unarchived
 // (a spool cut short by a crash is redone here).
 func (e *Engine) spoolLoop(ctx context.Context) {
@@ -76,7 +95,7 @@ func (e *Engine) spoolLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case id := <-e.spoolq:
+		case id := <-e.spooler.queue:
 			if _, err := e.spool(ctx, id); err != nil && ctx.Err() == nil {
 				e.log.Warn("archiving a graph", "graph", id, "err", err)
 			}

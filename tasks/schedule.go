@@ -288,8 +288,8 @@ func (e *Engine) dropLocked(g *graph) {
 	g.dirs.close()
 	e.idleIfDoneLocked()
 	// The graph is archived once its last state is in the store: a marker queued behind
-	// that state tells the writer (see writeLoop).
-	e.writes.push(writeItem{finished: g.row.ID})
+	// that state tells the writer (see writer.loop).
+	e.writer.queue.push(writeItem{finished: g.row.ID})
 	for i, o := range e.order {
 		if o == g {
 			e.order = append(e.order[:i:i], e.order[i+1:]...)

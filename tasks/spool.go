@@ -82,7 +82,7 @@ func (e *Engine) spool(ctx context.Context, graphID string) (store.Artifact, err
 		return store.Artifact{}, fmt.Errorf("spool %s: the graph has not finished", graphID)
 	}
 	var r archiveResult
-	r.a, r.err = e.archiveLow(ctx, snap)
+	r.a, r.err = e.archiver.archive(ctx, e, snap)
 	if r.err != nil {
 		return store.Artifact{}, fmt.Errorf("spool %s: %w", graphID, r.err)
 	}
@@ -180,31 +180,44 @@ func (a *archiver) release() {
 	}
 }
 
-// archiveLow writes the archive of snap on the archiver's thread. After the engine's
-// Close (a test spooling a closed engine's graphs) it writes it on the caller's thread,
-// at normal priority.
-func (e *Engine) archiveLow(ctx context.Context, snap Snapshot) (store.Artifact, error) {
+// archiverUse is an engine's use of the process's archiver, from NewEngine to the end of
+// its Close (see above); mu guards closed, set when the use is let go.
+type archiverUse struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+// acquireArchiver takes a use of the process's archiver.
+func acquireArchiver() *archiverUse {
+	lowArchiver.acquire()
+	return &archiverUse{}
+}
+
+// archive writes the archive of snap on the archiver's thread. After the use was let go
+// (a test spooling a closed engine's graphs) it writes it on the caller's thread, at
+// normal priority.
+func (u *archiverUse) archive(ctx context.Context, e *Engine, snap Snapshot) (store.Artifact, error) {
 	done := make(chan archiveResult, 1)
-	e.archMu.Lock()
-	if e.archClosed {
-		e.archMu.Unlock()
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
 		return e.archive(ctx, snap)
 	}
-	// Sent under archMu: the engine's use, which keeps the queue open, is let go only
-	// after archClosed is set.
+	// Sent under mu: the use, which keeps the queue open, is let go only after closed is
+	// set.
 	lowArchiver.queue() <- archiveRequest{ctx: ctx, e: e, snap: snap, done: done}
-	e.archMu.Unlock()
+	u.mu.Unlock()
 	r := <-done
 	return r.a, r.err
 }
 
-// stopArchiver lets go of the engine's use of the archiver, at the end of Close: every
-// task of this engine has been reaped.
-func (e *Engine) stopArchiver() {
-	e.archMu.Lock()
-	closed := e.archClosed
-	e.archClosed = true
-	e.archMu.Unlock()
+// Close lets go of the use, at the end of the engine's Close: every task of the engine
+// has been reaped.
+func (u *archiverUse) Close() {
+	u.mu.Lock()
+	closed := u.closed
+	u.closed = true
+	u.mu.Unlock()
 	if !closed {
 		lowArchiver.release()
 	}

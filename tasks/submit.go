@@ -149,7 +149,7 @@ func (e *Engine) adoptLocked(row store.GraphRow, rows []store.TaskRow) {
 		}
 	}
 	if g.unfinished == 0 {
-		e.writes.push(writeItem{finished: row.ID}) // nothing left to run: archive it
+		e.writer.queue.push(writeItem{finished: row.ID}) // nothing left to run: archive it
 		return
 	}
 	e.graphs[row.ID] = g

@@ -1,12 +1,12 @@
 package tasks
 
 // This file owns the write queue: every change of a task's state is queued with e.mu held
-// (sendLocked), so the queue keeps the order of changes, and one goroutine, writeLoop,
-// commits whatever has queued up in one transaction. e.writer tracks writeLoop; Close
-// closes the queue once nothing can queue any more (see Engine).
+// (sendLocked), so the queue keeps the order of changes, and one goroutine, the writer's,
+// commits whatever has queued up in one transaction. The writer owns that goroutine;
+// Engine.Close closes it once nothing can queue any more (see Engine).
 //
 // A write the database refuses (another process holds its lock past the busy timeout, a
-// full disk) is never dropped: writeLoop keeps the batch and everything queued after it,
+// full disk) is never dropped: the writer keeps the batch and everything queued after it,
 // in order, and retries with backoff, saying once that it waits and once that it is
 // through. The queue has no bound, so queuing never blocks the engine while the writer
 // waits. A task that is to start waits until its running state is written (see
@@ -16,6 +16,8 @@ package tasks
 // (see reap), so the record ends as this runner saw it.
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -31,7 +33,7 @@ type writeItem struct {
 	barrier  chan struct{}
 }
 
-// writeQueue is the unbounded queue between the engine and writeLoop.
+// writeQueue is the unbounded queue between the engine and the writer.
 type writeQueue struct {
 	mu     sync.Mutex
 	items  []writeItem
@@ -114,41 +116,88 @@ func (e *Engine) sendLocked(t *task) {
 	if t.logPrepared && t.row.Attempt == 0 && State(t.row.Status).Terminal() {
 		e.unprepareLocked(e.graphs[t.row.GraphID], t) // it ended without starting
 	}
-	e.writes.push(writeItem{update: &store.TaskUpdate{GraphID: t.row.GraphID, TaskID: t.row.ID, TaskState: t.row.TaskState}})
+	e.writer.queue.push(writeItem{update: &store.TaskUpdate{GraphID: t.row.GraphID, TaskID: t.row.ID, TaskState: t.row.TaskState}})
 }
 
 // barrierLocked returns a channel that is closed once everything queued so far is in the
 // store (or, past the shutdown deadline, saved for the next runner).
 func (e *Engine) barrierLocked() <-chan struct{} {
 	ch := make(chan struct{})
-	e.writes.push(writeItem{barrier: ch})
+	e.writer.queue.push(writeItem{barrier: ch})
 	return ch
 }
 
-// giveUpWrites tells the writer to stop waiting for the database and save what it could
-// not write (see writeLoop).
-func (e *Engine) giveUpWrites() {
-	e.giveUpOnce.Do(func() {
-		close(e.giveUp)
-		e.cancelWrites() // an attempt waiting on the lock ends now
+// writer is the goroutine that commits the write queue to the store, with what it runs
+// under: ctx, which its transactions run under and which ends when it gives up (so an
+// attempt waiting for the lock ends at once), and giveUp, closed when it has had its time
+// (or an immediate exit was asked for), which makes it save what it could not write for
+// the next runner. What a batch means to the engine (in whose name it is written, who is
+// woken once it is) is the engine's: commit, settle and save are its methods.
+type writer struct {
+	queue  *writeQueue
+	log    *slog.Logger
+	commit func(ctx context.Context, batch []writeItem) (disowned []string, err error)
+	settle func(batch []writeItem, written bool)
+	save   func(batch []writeItem, first bool) int
+
+	ctx        context.Context
+	cancel     context.CancelFunc
+	giveUp     chan struct{}
+	giveUpOnce sync.Once
+	done       chan struct{} // closed when the goroutine ends: every state is in the store, or saved
+}
+
+// startWriter starts the writer of e.
+func startWriter(e *Engine) *writer {
+	w := &writer{queue: newWriteQueue(), log: e.log, commit: e.commit, settle: e.settle, save: e.saveUnrecorded,
+		giveUp: make(chan struct{}), done: make(chan struct{})}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	go w.loop()
+	return w
+}
+
+// Close closes the queue, so the writer ends once it has written what is queued, and
+// waits for it. When ctx ends first the writer still gets finalWriteGrace, which a
+// database that is not locked needs to take thousands of states, before it is told to
+// give up and save them instead. Nothing may queue states from the call on.
+func (w *writer) Close(ctx context.Context) {
+	w.queue.close()
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		select {
+		case <-w.done:
+		case <-time.After(finalWriteGrace):
+			w.giveUpNow()
+			<-w.done
+		}
+	}
+	w.cancel()
+}
+
+// giveUpNow tells the writer to stop waiting for the database and save what it could
+// not write (see loop).
+func (w *writer) giveUpNow() {
+	w.giveUpOnce.Do(func() {
+		close(w.giveUp)
+		w.cancel() // an attempt waiting on the lock ends now
 	})
 }
 
-func (e *Engine) givenUp() bool {
+func (w *writer) givenUp() bool {
 	select {
-	case <-e.giveUp:
+	case <-w.giveUp:
 		return true
 	default:
 		return false
 	}
 }
 
-// writeLoop commits queued state changes, everything queued so far in one transaction,
-// then wakes whoever waits on the graphs concerned. It ends once the queue is closed and
-// everything in it is written (or saved, see giveUpWrites).
-func (e *Engine) writeLoop() {
-	defer e.writer.Done()
-	defer close(e.wrote)
+// loop commits queued state changes, everything queued so far in one transaction, then
+// wakes whoever waits on the graphs concerned. It ends once the queue is closed and
+// everything in it is written (or saved, see giveUpNow).
+func (w *writer) loop() {
+	defer close(w.done)
 	var (
 		pending      []writeItem
 		failingSince time.Time
@@ -156,41 +205,43 @@ func (e *Engine) writeLoop() {
 		saved        int
 	)
 	for {
-		items, closed := e.writes.take()
+		items, closed := w.queue.take()
 		pending = append(pending, items...)
 		if len(pending) == 0 {
 			if closed {
 				return
 			}
-			<-e.writes.ready
+			<-w.queue.ready
 			continue
 		}
-		if e.givenUp() {
-			saved += e.saveUnrecorded(pending, saved == 0)
+		if w.givenUp() {
+			saved += w.save(pending, saved == 0)
 			pending = nil
 			continue
 		}
 		n := min(len(pending), maxBatch)
-		if err := e.commit(pending[:n]); err != nil {
+		disowned, err := w.commit(w.ctx, pending[:n])
+		w.queue.disown(disowned) // before settle closes the barriers that wait for this batch
+		if err != nil {
 			if failingSince.IsZero() {
 				failingSince = time.Now()
-				e.log.Warn("waiting for the database to record task states: they stay queued, in order, and are retried until it takes them",
+				w.log.Warn("waiting for the database to record task states: they stay queued, in order, and are retried until it takes them",
 					"queued", countUpdates(pending), "err", err)
 			}
 			timer := time.NewTimer(backoff)
 			select {
 			case <-timer.C:
-			case <-e.giveUp:
+			case <-w.giveUp:
 				timer.Stop()
 			}
 			backoff = min(2*backoff, writeBackoffMax)
 			continue
 		}
 		if !failingSince.IsZero() {
-			e.log.Info("the database records task states again", "waited", time.Since(failingSince).Round(time.Millisecond))
+			w.log.Info("the database records task states again", "waited", time.Since(failingSince).Round(time.Millisecond))
 			failingSince, backoff = time.Time{}, writeBackoffMin
 		}
-		e.settle(pending[:n], true)
+		w.settle(pending[:n], true)
 		pending = pending[n:]
 		if len(pending) == 0 {
 			pending = nil
@@ -198,9 +249,13 @@ func (e *Engine) writeLoop() {
 	}
 }
 
-// commit writes the task states of batch in one transaction, in the name of the runner's
-// current epoch (held for the time of the write: see lease.go).
-func (e *Engine) commit(batch []writeItem) error {
+// finalWriteGrace is how long the writer may go on past the shutdown deadline.
+const finalWriteGrace = 300 * time.Millisecond
+
+// commit writes the task states of batch in one transaction under ctx, in the name of the
+// runner's current epoch (held for the time of the write: see lease.go), and returns the
+// graphs whose states the store ignored because another runner owns them now.
+func (e *Engine) commit(ctx context.Context, batch []writeItem) ([]string, error) {
 	var updates []store.TaskUpdate
 	for _, it := range batch {
 		if it.update != nil {
@@ -208,13 +263,11 @@ func (e *Engine) commit(batch []writeItem) error {
 		}
 	}
 	if len(updates) == 0 {
-		return nil
+		return nil, nil
 	}
 	e.epochMu.RLock()
 	defer e.epochMu.RUnlock()
-	disowned, err := e.cfg.DB.UpdateOwnedTasks(e.writeCtx, e.epoch, updates)
-	e.writes.disown(disowned) // before settle closes the barriers that wait for this batch
-	return err
+	return e.cfg.DB.UpdateOwnedTasks(ctx, e.epoch, updates)
 }
 
 // settle does what follows a batch's commit: whoever waits on its graphs is woken, its
@@ -234,10 +287,7 @@ func (e *Engine) settle(batch []writeItem, written bool) {
 			close(it.barrier)
 		case it.finished != "" && written:
 			e.finishes.fire(it.finished)
-			select {
-			case e.spoolq <- it.finished:
-			default: // a full queue: the next sweep finds the graph unarchived
-			}
+			e.spooler.offer(it.finished)
 		}
 	}
 }
