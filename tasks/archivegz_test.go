@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcp-harness/mcp-harness/tasks/archive"
 )
 
 // randomBase64 returns n bytes of base64 of random bytes in 76-column lines, the text
@@ -99,8 +101,8 @@ func checkArchiveReadsBack(t *testing.T, path, sum string, want map[string][]byt
 	ids := make([]string, 0, len(want))
 	for id, b := range want {
 		ids = append(ids, id)
-		if !bytes.Equal(logs[logEntry(id)], b) {
-			t.Errorf("%s through compress/gzip: %d bytes, want %d", id, len(logs[logEntry(id)]), len(b))
+		if !bytes.Equal(logs[archive.LogEntry(id)], b) {
+			t.Errorf("%s through compress/gzip: %d bytes, want %d", id, len(logs[archive.LogEntry(id)]), len(b))
 		}
 		rc, size, err := OpenArtifactLog(path, id) // tasks_logs follow, the CLI
 		if err != nil {
@@ -137,7 +139,7 @@ func checkArchiveReadsBack(t *testing.T, path, sum string, want map[string][]byt
 		t.Fatalf("tar -xzf: %v: %s", err, b)
 	}
 	for id, b := range want {
-		got, err := os.ReadFile(filepath.Join(out, logEntry(id)))
+		got, err := os.ReadFile(filepath.Join(out, archive.LogEntry(id)))
 		if err != nil || !bytes.Equal(got, b) {
 			t.Errorf("%s through tar -xzf: %d bytes, %v; want %d the same", id, len(got), err, len(b))
 		}

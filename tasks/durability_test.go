@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/tasks/archive"
 )
 
 // rawExec runs a statement on the database file directly, to set up states that only a
@@ -275,7 +276,7 @@ func TestSpool_InterruptedIsRedone(t *testing.T) {
 	sub := te.submit(t, Spec{Tasks: []TaskSpec{tsk("a", "seq 1 100")}})
 	te.waitDone(t, sub.Graph.ID)
 	dead := deadRunner(t, te.db)
-	stale := filepath.Join(te.ws.ArtifactsDir, tempPrefix+dead.ID+"-"+sub.Graph.ID+"-123")
+	stale := filepath.Join(te.ws.ArtifactsDir, archive.TempPrefix+dead.ID+"-"+sub.Graph.ID+"-123")
 	if err := os.WriteFile(stale, []byte("half an archive"), 0o600); err != nil {
 		t.Fatal(err)
 	}

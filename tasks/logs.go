@@ -1,7 +1,6 @@
 package tasks
 
 import (
-	"archive/tar"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +8,7 @@ import (
 	"os"
 	"unicode/utf8"
 
-	"github.com/klauspost/compress/gzip"
+	"github.com/mcp-harness/mcp-harness/tasks/archive"
 )
 
 // LogSlice is a part of a task's log.
@@ -98,59 +97,36 @@ func (r *Reader) readLogs(g Graph, art *Artifact, ids []string, q LogQuery) (log
 // a page of tasks costs what one read of the last of them would. A task without a log in
 // the archive reads as empty.
 func readArtifactLogs(artifact string, ids []string, q LogQuery) (map[string]LogSlice, error) {
-	want := make(map[string]string, len(ids)) // entry name -> task id
 	out := make(map[string]LogSlice, len(ids))
 	for _, id := range ids {
-		want[logEntry(id)] = id
-		out[id] = LogSlice{Path: artifact + "#" + logEntry(id), EOF: true}
+		out[id] = LogSlice{Path: artifact + "#" + archive.LogEntry(id), EOF: true}
 	}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	f, err := os.Open(artifact)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, err
-	}
-	tr := tar.NewReader(gz)
-	for found := 0; found < len(want); {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		id, ok := want[h.Name]
-		if !ok {
-			continue
-		}
-		found++
+	err := archive.ReadLogs(artifact, ids, func(id string, size int64, r io.Reader) error {
 		s := out[id]
-		s.Size = h.Size
-		offset, limit := h.Size-q.Tail, q.Tail
+		s.Size = size
+		offset, limit := size-q.Tail, q.Tail
 		if q.Offset != nil {
 			offset, limit = *q.Offset, q.Limit
 		}
-		offset = min(max(offset, 0), h.Size)
-		limit = min(limit, MaxLogSlice, h.Size-offset)
-		if _, err := io.CopyN(io.Discard, tr, offset); err != nil {
-			return nil, err
+		offset = min(max(offset, 0), size)
+		limit = min(limit, MaxLogSlice, size-offset)
+		if _, err := io.CopyN(io.Discard, r, offset); err != nil {
+			return err
 		}
 		buf := make([]byte, limit)
-		if _, err := io.ReadFull(tr, buf); err != nil {
-			return nil, err
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return err
 		}
 		s.Offset, s.Text, s.NextOffset = offset, string(buf), offset+limit
-		s.EOF = s.NextOffset >= h.Size
+		s.EOF = s.NextOffset >= size
 		if q.Offset == nil && s.Offset > 0 {
 			s = startAtRune(s)
 		}
 		out[id] = s
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-harness/mcp-harness/internal/jsonsize"
 	"github.com/mcp-harness/mcp-harness/internal/quote"
 	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/tasks/archive"
 )
 
 // Reader is the read side of a workspace's task graphs, the same for every process: the
@@ -161,7 +162,7 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 	itemMax := limit / 4
 	logPath := func(id string) string {
 		if out.Expired && out.Artifact != nil {
-			return out.Artifact.Path + "#" + logEntry(id)
+			return out.Artifact.Path + "#" + archive.LogEntry(id)
 		}
 		return r.LogPath(snap.Graph.ID, id)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/tasks/archive"
 )
 
 // watchLoop carries out the cancel requests other processes leave for this runner's
@@ -81,7 +82,7 @@ func (s *spooler) offer(graphID string) {
 // spoolLoop archives graphs as they finish, and at start whatever finished unarchived
 // (a spool cut short by a crash is redone here).
 func (e *Engine) spoolLoop(ctx context.Context) {
-	removeStaleSpools(e.cfg.ArtifactsDir, func(runnerID string) bool {
+	archive.RemoveStale(e.cfg.ArtifactsDir, func(runnerID string) bool {
 		if runnerID == e.RunnerID() {
 			return true
 		}

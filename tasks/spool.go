@@ -1,25 +1,18 @@
 package tasks
 
 import (
-	"archive/tar"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
-
 	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/tasks/archive"
 )
 
 // Manifest is manifest.json, the first entry of a graph's artifact: the graph as it
@@ -50,21 +43,17 @@ type ManifestLog struct {
 }
 
 // ArtifactPath is where a graph's artifact goes.
-func ArtifactPath(artifactsDir, graphID string) string {
-	return filepath.Join(artifactsDir, graphID+".tar.gz")
-}
+func ArtifactPath(artifactsDir, graphID string) string { return archive.Path(artifactsDir, graphID) }
 
-// logEntry is a task's log's name inside an artifact.
-func logEntry(taskID string) string { return "logs/" + taskID + ".log" }
-
-// tempPrefix starts the name of an artifact being written. The runner id is part of the
-// name, so a later runner can tell which leftovers belong to a runner that is gone.
-const tempPrefix = ".spool-"
+// levelPerLog off compresses every log at archive.Level: for BenchmarkArchive's
+// comparison only.
+var levelPerLog = true
 
 // spool writes a finished graph's artifact, <artifacts>/<graphId>.tar.gz holding
-// manifest.json and every task's log, and records it in the store. The archive is written
-// under a temporary name, synced and renamed, so a spool cut short never leaves anything
-// under the final name; spooling again is harmless (the same content is written again).
+// manifest.json and every task's log (package archive), and records it in the store. The
+// archive is written under a temporary name, synced and renamed, so a spool cut short
+// never leaves anything under the final name; spooling again is harmless (the same content
+// is written again).
 //
 // Archiving is background work beside running tasks, so it is kept cheap and out of their
 // way: klauspost/compress's gzip at its fastest level (the same .tar.gz format, several
@@ -223,239 +212,76 @@ func (u *archiverUse) Close() {
 	}
 }
 
-// archiveLevel is the artifacts' gzip level: the fastest. Logs compress well even so, and
-// an archive is written once and rarely read. A log that this level cannot shrink is
-// compressed with Huffman coding only (archivegz.go).
-const archiveLevel = gzip.BestSpeed
-
 // archive writes the artifact of the finished graph of snap (see spool).
 func (e *Engine) archive(ctx context.Context, snap Snapshot) (store.Artifact, error) {
 	artifactsDir, graphID := e.cfg.ArtifactsDir, snap.Graph.ID
 	m := Manifest{Tasks: []ManifestTask{}}
 	m.Graph.GraphHead, m.Graph.RunnerID = snap.Graph.Head(snap.Progress()), snap.Graph.RunnerID
-	var logs []string // paths, by task, "" when the task has no log
+	var logs []archive.Log
 	for _, t := range snap.Tasks {
 		mt := ManifestTask{TaskHead: t.Head(), Command: t.Command, Cwd: t.Cwd, TaskTimes: t.Times(*snap.Graph.FinishedAt)}
 		path := e.LogPath(graphID, t.ID)
 		// The manifest comes first in the archive and holds each log's sha256, so the logs
 		// are hashed before they are compressed (from the page cache the second time).
-		size, sum, err := hashFile(path)
+		size, sum, err := archive.HashFile(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist), err == nil && size == 0 && t.Attempt == 0:
 			// A task that never started has no log, even if one was created for it ahead
 			// of a start that did not come (prelog.go).
-			path = ""
 		case err != nil:
 			return store.Artifact{}, err
 		default:
-			mt.Log = &ManifestLog{Name: logEntry(t.ID), Bytes: size, SHA256: sum}
+			mt.Log = &ManifestLog{Name: archive.LogEntry(t.ID), Bytes: size, SHA256: sum}
+			logs = append(logs, archive.Log{TaskID: t.ID, Path: path, Size: size})
 		}
-		logs = append(logs, path)
 		m.Tasks = append(m.Tasks, mt)
 	}
 	manifest, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return store.Artifact{}, err
 	}
-
-	final := ArtifactPath(artifactsDir, graphID)
-	tmp, err := os.CreateTemp(artifactsDir, tempPrefix+e.RunnerID()+"-"+graphID+"-*")
+	w, err := archive.Write(ctx, archive.Request{
+		Final:    ArtifactPath(artifactsDir, graphID),
+		TempName: archive.TempPrefix + e.RunnerID() + "-" + graphID + "-",
+		Manifest: manifest,
+		MTime:    *snap.Graph.FinishedAt,
+		Logs:     logs,
+		OneLevel: !levelPerLog,
+	})
 	if err != nil {
 		return store.Artifact{}, err
 	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	sum := sha256.New()
-	counter := &countingWriter{w: io.MultiWriter(tmp, sum)}
-	gz, err := newMemberWriter(counter) // archivegz.go: the level is chosen per log
-	if err != nil {
-		tmp.Close()
-		return store.Artifact{}, err
-	}
-	tw := tar.NewWriter(gz)
-	mtime := *snap.Graph.FinishedAt
-	if err := writeEntry(tw, "manifest.json", int64(len(manifest)), mtime, strings.NewReader(string(manifest))); err != nil {
-		tmp.Close()
-		return store.Artifact{}, err
-	}
-	for i, path := range logs {
-		if path == "" {
-			continue
-		}
-		if err := copyLog(ctx, tw, gz, logEntry(snap.Tasks[i].ID), path, m.Tasks[i].Log.Bytes, mtime); err != nil {
-			tmp.Close()
-			return store.Artifact{}, err
-		}
-	}
-	err = errors.Join(tw.Close(), gz.Close())
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), final)
-	}
-	if err == nil {
-		err = syncDir(artifactsDir)
-	}
-	if err != nil {
-		return store.Artifact{}, err
-	}
-	return store.Artifact{GraphID: graphID, Path: final, Bytes: counter.n, SHA256: hex.EncodeToString(sum.Sum(nil)), CreatedAt: time.Now().UTC()}, nil
-}
-
-// ctxReader stops a long copy when its context ends (a shutdown must not wait for a
-// gigabyte log to be compressed; the next runner spools it again).
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
-func writeEntry(tw *tar.Writer, name string, size int64, mtime time.Time, r io.Reader) error {
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: size, ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
-		return err
-	}
-	n, err := io.Copy(tw, r)
-	if err == nil && n != size {
-		err = fmt.Errorf("%s: read %d bytes, want %d", name, n, size)
-	}
-	return err
-}
-
-func hashFile(path string) (int64, string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	return n, hex.EncodeToString(h.Sum(nil)), err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+	return store.Artifact{GraphID: graphID, Path: w.Path, Bytes: w.Bytes, SHA256: w.SHA256, CreatedAt: time.Now().UTC()}, nil
 }
 
 // ReadArtifactLog reads up to limit bytes from offset of a task's log inside an artifact
 // (offset < 0: the last -offset bytes). The archive is compressed, so this reads through
 // it up to the slice: it costs in proportion to the offset, unlike a live log.
 func ReadArtifactLog(artifact, taskID string, offset, limit int64) (LogSlice, error) {
-	s := LogSlice{Path: artifact + "#" + logEntry(taskID)}
-	f, err := os.Open(artifact)
-	if err != nil {
-		return s, err
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		return s, err
-	}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			s.EOF = true // the task has no log
-			return s, nil
-		}
-		if err != nil {
-			return s, err
-		}
-		if h.Name != logEntry(taskID) {
-			continue
-		}
-		s.Size = h.Size
+	s := LogSlice{Path: artifact + "#" + archive.LogEntry(taskID), EOF: true} // EOF stays: the task has no log
+	err := archive.ReadLogs(artifact, []string{taskID}, func(_ string, size int64, r io.Reader) error {
+		s.Size = size
 		if offset < 0 {
-			offset = max(h.Size+offset, 0)
+			offset = max(size+offset, 0)
 		}
-		offset = min(offset, h.Size)
-		limit = min(limit, MaxLogSlice, h.Size-offset)
-		if _, err := io.CopyN(io.Discard, tr, offset); err != nil {
-			return s, err
+		offset = min(offset, size)
+		limit = min(limit, MaxLogSlice, size-offset)
+		if _, err := io.CopyN(io.Discard, r, offset); err != nil {
+			return err
 		}
 		buf := make([]byte, limit)
-		if _, err := io.ReadFull(tr, buf); err != nil {
-			return s, err
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return err
 		}
 		s.Offset, s.Text, s.NextOffset = offset, string(buf), offset+limit
-		s.EOF = s.NextOffset >= h.Size
-		return s, nil
-	}
-}
-
-// removeStaleSpools deletes temporary archives left by runners that are no longer alive
-// (a spool cut short by a crash): they were never renamed, so nothing refers to them.
-func removeStaleSpools(artifactsDir string, alive func(runnerID string) bool) {
-	entries, err := os.ReadDir(artifactsDir)
-	if err != nil {
-		return
-	}
-	for _, ent := range entries {
-		name := ent.Name()
-		if !strings.HasPrefix(name, tempPrefix) {
-			continue
-		}
-		rest := strings.TrimPrefix(name, tempPrefix)
-		// Runner ids are "r-" and 16 characters.
-		if len(rest) < 18 || alive(rest[:18]) {
-			continue
-		}
-		os.Remove(filepath.Join(artifactsDir, name))
-	}
+		s.EOF = s.NextOffset >= size
+		return nil
+	})
+	return s, err
 }
 
 // OpenArtifactLog opens a task's log inside an artifact for reading from its start, and
 // says how long it is. It returns fs.ErrNotExist when the task has no log there.
 func OpenArtifactLog(artifact, taskID string) (io.ReadCloser, int64, error) {
-	f, err := os.Open(artifact)
-	if err != nil {
-		return nil, 0, err
-	}
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		f.Close()
-		return nil, 0, err
-	}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			f.Close()
-			return nil, 0, fmt.Errorf("%s in %s: %w", logEntry(taskID), artifact, fs.ErrNotExist)
-		}
-		if err != nil {
-			f.Close()
-			return nil, 0, err
-		}
-		if h.Name == logEntry(taskID) {
-			return struct {
-				io.Reader
-				io.Closer
-			}{tr, f}, h.Size, nil
-		}
-	}
+	return archive.OpenLog(artifact, taskID)
 }

@@ -1,4 +1,4 @@
-package tasks
+package archive
 
 import (
 	"archive/tar"
@@ -19,13 +19,13 @@ import (
 // BenchmarkArchive's log-like text), as Huffman-only never goes below the text's
 // per-byte entropy. A log is usually one kind of text from its start (a task writes one sort of
 // output), and tasks differ, so the choice is made per log from its first bytes: they
-// are compressed at archiveLevel into a counter, and a log that does not shrink
+// are compressed at Level into a counter, and a log that does not shrink
 // meaningfully is compressed with Huffman-only instead.
 //
 // The gzip stream is then several members (RFC 1952 allows it; Go's gzip readers, the
 // stdlib's and klauspost's, read members on by default, and so do GNU gzip and tar), one
 // new member where the level changes, started right after the tar header of the log that
-// needs it. The manifest is always at archiveLevel; a header (and the previous log's
+// needs it. The manifest is always at Level; a header (and the previous log's
 // padding) goes in whichever member is open, a few dozen bytes either way. Logs in a row
 // that take the same level share one member.
 const (
@@ -41,10 +41,6 @@ const (
 	incompressible = 0.95
 )
 
-// levelPerLog off compresses every log at archiveLevel, as before: for BenchmarkArchive's
-// comparison only.
-var levelPerLog = true
-
 // memberWriter is the archive's gzip stream: one gzip.Writer at a time, a new member
 // whenever the level changes.
 type memberWriter struct {
@@ -55,14 +51,16 @@ type memberWriter struct {
 	sample  *flate.Writer        // compresses samples into sampled
 	sampled countingWriter
 	buf     []byte // a log's first bytes
+	// oneLevel compresses every log at Level (Request.OneLevel).
+	oneLevel bool
 }
 
-func newMemberWriter(w io.Writer) (*memberWriter, error) {
-	gz, err := gzip.NewWriterLevel(w, archiveLevel)
+func newMemberWriter(w io.Writer, oneLevel bool) (*memberWriter, error) {
+	gz, err := gzip.NewWriterLevel(w, Level)
 	if err != nil {
 		return nil, err
 	}
-	return &memberWriter{w: w, gz: gz, level: archiveLevel, byLvl: map[int]*gzip.Writer{archiveLevel: gz}}, nil
+	return &memberWriter{w: w, gz: gz, level: Level, byLvl: map[int]*gzip.Writer{Level: gz}, oneLevel: oneLevel}, nil
 }
 
 func (m *memberWriter) Write(p []byte) (int, error) { return m.gz.Write(p) }
@@ -94,14 +92,14 @@ func (m *memberWriter) Close() error { return m.gz.Close() }
 
 // levelFor says which level suits a log that starts with sample.
 func (m *memberWriter) levelFor(sample []byte) (int, error) {
-	if len(sample) == 0 || !levelPerLog {
-		return archiveLevel, nil
+	if len(sample) == 0 || m.oneLevel {
+		return Level, nil
 	}
 	m.sampled.n = 0
 	if m.sample == nil {
 		var err error
 		m.sampled.w = io.Discard
-		if m.sample, err = flate.NewWriter(&m.sampled, archiveLevel); err != nil {
+		if m.sample, err = flate.NewWriter(&m.sampled, Level); err != nil {
 			return 0, err
 		}
 	} else {
@@ -116,7 +114,7 @@ func (m *memberWriter) levelFor(sample []byte) (int, error) {
 	if float64(m.sampled.n) > incompressible*float64(len(sample)) {
 		return gzip.HuffmanOnly, nil
 	}
-	return archiveLevel, nil
+	return Level, nil
 }
 
 // copyLog adds a log to the archive as the size the manifest recorded (a log that grew
