@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-harness/mcp-harness/internal/quote"
 	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/tasks/fit"
 )
 
 // ListQuery selects tasks for List.
@@ -94,20 +95,20 @@ func (r *Reader) List(ctx context.Context, q ListQuery) (ListReport, error) {
 		p := progressOfCounts(counts[id])
 		out.Graphs = append(out.Graphs, GraphSummary{GraphHead: g.Head(p), Expired: g.ExpiredAt != nil, Progress: p})
 	}
-	limit := budget(q.MaxBytes)
-	if jsonSize(out) <= limit {
+	limit := fit.Budget(q.MaxBytes)
+	if fit.Size(out) <= limit {
 		return out, nil
 	}
 	// Too large: keep the tasks (and their graphs' summaries) that fit, and ask the store
 	// for the cursor after the last of them.
 	head := ListReport{Tasks: []ListedTask{}, Graphs: []GraphSummary{}, NextCursor: &[]string{rows[len(rows)-1].GraphID + ".999999"}[0]}
-	used := jsonSize(head)
+	used := fit.Size(head)
 	shown := map[string]bool{}
 	k := 0
 	for _, t := range out.Tasks {
-		s := jsonSize(t) + 1
+		s := fit.Size(t) + 1
 		if !shown[t.GraphID] {
-			s += jsonSize(out.Graphs[slices.IndexFunc(out.Graphs, func(g GraphSummary) bool { return g.GraphID == t.GraphID })]) + 1
+			s += fit.Size(out.Graphs[slices.IndexFunc(out.Graphs, func(g GraphSummary) bool { return g.GraphID == t.GraphID })]) + 1
 		}
 		if used+s > limit && k > 0 {
 			break
@@ -127,7 +128,7 @@ func (r *Reader) List(ctx context.Context, q ListQuery) (ListReport, error) {
 		out.NextCursor = &next
 	}
 	out.Notes = append(out.Notes, fmt.Sprintf("The page holds %s instead of %d: the result is limited to %s; pass nextCursor for the rest.",
-		plural(k, "task"), len(rows), sizeText(limit)))
+		fit.Plural(k, "task"), len(rows), fit.SizeText(limit)))
 	return out, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-harness/mcp-harness/internal/quote"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks/archive"
+	"github.com/mcp-harness/mcp-harness/tasks/fit"
 )
 
 // Reader is the read side of a workspace's task graphs, the same for every process: the
@@ -137,7 +138,7 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 	if err != nil {
 		return StatusReport{}, err
 	}
-	limit := budget(q.MaxBytes)
+	limit := fit.Budget(q.MaxBytes)
 	now := time.Now()
 	p := snap.Progress()
 	out := StatusReport{GraphHead: snap.Graph.Head(p), Expired: snap.Graph.ExpiredAt != nil, Progress: p, Tasks: []TaskStatus{}}
@@ -157,8 +158,8 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 	// largest counts and cursor it can carry.
 	head := out
 	head.OmittedTasks = len(todo)
-	head.NextCursor = &[]string{pagePos{2, len(snap.Tasks)}.String()}[0]
-	used := jsonSize(head)
+	head.NextCursor = &[]string{fit.Pos{Rank: 2, Seq: len(snap.Tasks)}.String()}[0]
+	used := fit.Size(head)
 	itemMax := limit / 4
 	logPath := func(id string) string {
 		if out.Expired && out.Artifact != nil {
@@ -173,18 +174,18 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 			Log: &LogSlice{Path: logPath(t.ID), Size: 1 << 40, Offset: 1 << 40, NextOffset: 1 << 40}}
 		deps := item.DependsOn
 		size := func(n int) int {
-			item.DependsOn, item.OmittedDeps = cutList(deps, n)
+			item.DependsOn, item.OmittedDeps = fit.Cut(deps, n)
 			if item.OmittedDeps > 0 {
 				item.OmittedDeps = len(deps) // sized with the widest count
 			}
-			return jsonSize(item)
+			return fit.Size(item)
 		}
-		n := fitLists(len(deps), itemMax, size)
+		n := fit.Lists(len(deps), itemMax, size)
 		s := size(n) + 1 // and a comma
 		if used+s > limit && len(page) > 0 {
 			break
 		}
-		if item.DependsOn, item.OmittedDeps = cutList(deps, n); item.OmittedDeps > 0 {
+		if item.DependsOn, item.OmittedDeps = fit.Cut(deps, n); item.OmittedDeps > 0 {
 			cutDeps++
 		}
 		used += s
@@ -221,7 +222,7 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 		out.OmittedTasks, out.NextCursor = omitted, nil
 		if omitted > 0 {
 			last := out.Tasks[len(out.Tasks)-1]
-			c := pagePos{rank(last.Status), snap.seqOf(last.ID)}.String()
+			c := fit.Pos{Rank: rank(last.Status), Seq: snap.seqOf(last.ID)}.String()
 			out.NextCursor = &c
 		}
 	}
@@ -230,7 +231,7 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 
 	// The page was chosen with room to spare; should the exact report still not fit (a
 	// log path longer than the placeholder numbers allowed for), leave out its last tasks.
-	for jsonSize(out) > limit && len(out.Tasks) > 1 {
+	for fit.Size(out) > limit && len(out.Tasks) > 1 {
 		out.Tasks = out.Tasks[:len(out.Tasks)-1]
 		setPage()
 	}
@@ -239,7 +240,7 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 	if omitted > 0 {
 		next := "pass cursor " + strconv.Quote(*out.NextCursor) + " for the next page"
 		out.Notes = append(out.Notes, fmt.Sprintf("%s of %d not shown: the result is limited to %s; %s, or name the tasks you want with taskIds.",
-			plural(omitted, "task"), len(todo), sizeText(limit), next))
+			fit.Plural(omitted, "task"), len(todo), fit.SizeText(limit), next))
 		if lq.Tail == 0 && q.Log.Tail > 0 {
 			msg := "Logs are left out when not every task fits; ask for fewer tasks with taskIds to read them"
 			if failed := failedIDs(out.Tasks, 5); len(failed) > 0 {
@@ -250,14 +251,14 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 	}
 	if logCap >= 0 {
 		if q.Log.Offset != nil {
-			out.Notes = append(out.Notes, fmt.Sprintf("The log page was cut to %s to fit the result; go on from nextOffset.", plural(logCap, "byte")))
+			out.Notes = append(out.Notes, fmt.Sprintf("The log page was cut to %s to fit the result; go on from nextOffset.", fit.Plural(logCap, "byte")))
 		} else {
-			out.Notes = append(out.Notes, fmt.Sprintf("Log tails were cut to at most %s each to fit the result; ask for fewer tasks with taskIds, or page one task's log with logOffset.", plural(logCap, "byte")))
+			out.Notes = append(out.Notes, fmt.Sprintf("Log tails were cut to at most %s each to fit the result; ask for fewer tasks with taskIds, or page one task's log with logOffset.", fit.Plural(logCap, "byte")))
 		}
 	}
 	if cutDeps > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("The dependsOn list of %s was cut to fit (omittedDeps counts what is missing); `mcp-harness tasks status %s --json` in a shell prints it whole.",
-			plural(cutDeps, "task"), snap.Graph.ID))
+			fit.Plural(cutDeps, "task"), snap.Graph.ID))
 	}
 	if gone != "" {
 		out.Notes = append(out.Notes, "Logs: "+gone+".")
@@ -284,7 +285,7 @@ func shrinkLogs(out *StatusReport, limit int, paging bool) int {
 	for i, l := range logs {
 		saved[i], l.Text = l.Text, ""
 	}
-	room := limit - jsonSize(out)
+	room := limit - fit.Size(out)
 	total := 0
 	for _, n := range texts {
 		total += n
@@ -313,7 +314,7 @@ func shrinkLogs(out *StatusReport, limit int, paging bool) int {
 		}
 		// The cut changes numbers beside the texts (a page's eof turns false, an offset
 		// grows a digit): take what they added off the cap.
-		over := jsonSize(out) - limit
+		over := fit.Size(out) - limit
 		if over <= 0 || c == 0 {
 			return c
 		}
@@ -354,12 +355,4 @@ func failedIDs(ts []TaskStatus, n int) []string {
 func jsonList(ids []string) string {
 	b, _ := json.Marshal(ids)
 	return string(b)
-}
-
-// sizeText writes a byte budget for a sentence: "32 KiB".
-func sizeText(n int) string {
-	if n%1024 == 0 {
-		return strconv.Itoa(n/1024) + " KiB"
-	}
-	return plural(n, "byte")
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcp-harness/mcp-harness/internal/jsonsize"
 	"github.com/mcp-harness/mcp-harness/tasks/dag"
+	"github.com/mcp-harness/mcp-harness/tasks/fit"
 )
 
 // Report is a graph's View in the shape the tasks_graph tool and `mcp-harness tasks graph
@@ -101,7 +102,7 @@ func ExplainPage(s Snapshot, q PageQuery) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	limit := budget(q.MaxBytes)
+	limit := fit.Budget(q.MaxBytes)
 	v := dag.Analyze(nodesOf(s))
 	out := Report{GraphID: s.Graph.ID, Name: s.Graph.Name, Status: s.Progress().State(),
 		Nodes: []ReportNode{}, Edges: []ReportEdge{}, Order: []string{}}
@@ -113,13 +114,13 @@ func ExplainPage(s Snapshot, q PageQuery) (Report, error) {
 
 	head := out
 	head.OmittedNodes = len(todo)
-	head.NextCursor = &[]string{pagePos{2, len(s.Tasks)}.String()}[0]
-	used := jsonSize(head)
+	head.NextCursor = &[]string{fit.Pos{Rank: 2, Seq: len(s.Tasks)}.String()}[0]
+	used := fit.Size(head)
 	itemMax := limit / 4
 	type item struct {
 		node  ReportNode
 		edges []ReportEdge
-		pos   pagePos
+		pos   fit.Pos
 	}
 	// The edges of node i are Edges[edgeStart[i]:edgeStart[i+1]]: Analyze lists them by
 	// dependent, in submitted order.
@@ -139,17 +140,17 @@ func ExplainPage(s Snapshot, q PageQuery) (Report, error) {
 		for _, e := range v.Edges[edgeStart[i]:edgeStart[i+1]] {
 			edges = append(edges, ReportEdge{From: e.From, To: e.To})
 		}
-		it := item{pos: pagePos{rank(t.Status), t.Seq}}
+		it := item{pos: fit.Pos{Rank: rank(t.Status), Seq: t.Seq}}
 		cut := func(n int) int {
 			it.node = full
 			omitted := 0
 			for _, c := range []int{
-				cutInto(&it.node.DependsOn, n), cutInto(&it.node.Dependents, n),
-				cutInto(&it.node.WaitingOn, n), cutInto(&it.node.BlockedBy, n),
+				fit.CutInto(&it.node.DependsOn, n), fit.CutInto(&it.node.Dependents, n),
+				fit.CutInto(&it.node.WaitingOn, n), fit.CutInto(&it.node.BlockedBy, n),
 			} {
 				omitted += c
 			}
-			it.edges, _ = cutList(edges, n)
+			it.edges, _ = fit.Cut(edges, n)
 			it.node.OmittedDeps = omitted
 			return omitted
 		}
@@ -157,10 +158,10 @@ func ExplainPage(s Snapshot, q PageQuery) (Report, error) {
 			if cut(n) > 0 {
 				it.node.OmittedDeps = len(full.DependsOn) + len(full.Dependents) + len(full.WaitingOn) + len(full.BlockedBy)
 			}
-			return jsonSize(it.node) + jsonSize(it.edges) + jsonsize.String(t.ID) + 2
+			return fit.Size(it.node) + fit.Size(it.edges) + jsonsize.String(t.ID) + 2
 		}
 		longest := max(len(full.DependsOn), len(full.Dependents), len(full.WaitingOn), len(full.BlockedBy))
-		n := fitLists(longest, itemMax, size)
+		n := fit.Lists(longest, itemMax, size)
 		s := size(n)
 		if used+s > limit && len(page) > 0 {
 			break
@@ -192,21 +193,21 @@ func ExplainPage(s Snapshot, q PageQuery) (Report, error) {
 		}
 	}
 	build(page)
-	for jsonSize(out) > limit && len(page) > 1 { // see Status: a guard, not the plan
+	for fit.Size(out) > limit && len(page) > 1 { // see Status: a guard, not the plan
 		page = page[:len(page)-1]
 		build(page)
 	}
 	whole := after == nil && out.OmittedNodes == 0
 	if whole && dag.Drawn(v.Mermaid) && used-4+jsonsize.String(v.Mermaid) <= limit {
 		out.Mermaid = &v.Mermaid
-		if jsonSize(out) > limit {
+		if fit.Size(out) > limit {
 			out.Mermaid = nil
 		}
 	}
 
 	if out.OmittedNodes > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%s of %d not shown: the result is limited to %s; pass cursor %q for the next page.",
-			plural(out.OmittedNodes, "task"), len(todo), sizeText(limit), *out.NextCursor))
+			fit.Plural(out.OmittedNodes, "task"), len(todo), fit.SizeText(limit), *out.NextCursor))
 	}
 	switch {
 	case out.Mermaid != nil:
@@ -217,14 +218,7 @@ func ExplainPage(s Snapshot, q PageQuery) (Report, error) {
 	}
 	if cutDeps > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("The dependency lists of %s were cut to fit (omittedDeps counts what is missing); `mcp-harness tasks graph %s --json` in a shell prints them whole.",
-			plural(cutDeps, "task"), s.Graph.ID))
+			fit.Plural(cutDeps, "task"), s.Graph.ID))
 	}
 	return out, nil
-}
-
-// cutInto cuts *list to at most n entries and returns how many it left out.
-func cutInto[T any](list *[]T, n int) int {
-	var omitted int
-	*list, omitted = cutList(*list, n)
-	return omitted
 }
