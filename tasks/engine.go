@@ -32,6 +32,12 @@ package tasks
 //	remote.go    what reaches this runner through the store: cancel requests, reconcile,
 //	             archiving and retention
 //	lease.go     the runner's epoch and lease: renewal, and registering again once lost
+//	spool.go     a finished graph's artifact, written on the process's archiver thread
+//
+// The pure code the engine uses, which touches no state, is in subpackages: dag (a
+// graph's words, Validate, Analyze), fit (budgets, cuts and cursors of bounded results)
+// and archive (the artifact's format). The read side (Reader: reader.go, list.go,
+// logs.go, watch.go, follow.go) needs no engine.
 //
 // Locks and goroutines are described once, on Engine.
 
