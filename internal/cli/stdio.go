@@ -20,9 +20,8 @@ import (
 	"github.com/mcp-harness/mcp-harness/tools"
 )
 
-// The stdio command: what an MCP client launches. Its flags become a tools.Config, and
-// the signals and a closed stdout become the end of tools.Serve.
-
+// newStdioCmd is the command an MCP client launches: its flags become the tools.Config
+// that serveStdio serves.
 func newStdioCmd(version string) *cobra.Command {
 	var (
 		cfg      tools.Config
