@@ -259,7 +259,13 @@ func TestE2E_DetachedRunnerDoesNotLinger(t *testing.T) {
 		graphID := run["graphId"].(string)
 		long := readPid(t, filepath.Join(ws, "long.pid"))
 		runner, _ := runnerOf(t, s, graphID)
+		// The runner is stopped while this test holds the database's write lock, so it
+		// cannot be stopped inside a write of its own (a lease renewal): a stopped process
+		// holding that lock would keep the server from writing at all, which is not what
+		// this test is about, and under load it happened.
+		release := holdDBLock(t, ws)
 		syscall.Kill(runner, syscall.SIGSTOP)
+		release()
 		t.Cleanup(func() { syscall.Kill(runner, syscall.SIGCONT) })
 		// The server judges the stalled runner gone, adopts the graph and kills its task.
 		ts := tasksOf(s.waitGraph(graphID))
