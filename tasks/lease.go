@@ -3,7 +3,7 @@ package tasks
 // This file owns the runner's hold on the workspace: its epoch (the runner id every store
 // write of this engine is made in the name of), the lease it renews (lease, its loop), and what
 // happens when the lease turns out lost: the engine registers again as a new runner, keeps
-// the graphs it still owns and forgets the ones a peer adopted (recoverLease).
+// the graphs it still owns and forgets the ones a peer adopted (recoverLocked).
 //
 // A runner loses its lease by stalling past it (SIGSTOP, a debugger, a frozen cgroup, heavy
 // swapping): a peer then judges it gone and adopts its graphs, marking it stopped in the
