@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/internal/procid"
 )
 
 // ErrNotFound is returned when a row asked for by id does not exist.
@@ -22,7 +24,7 @@ var ErrLeaseLost = errors.New("this runner's lease is lost")
 // Runner is one server process serving the workspace.
 type Runner struct {
 	ID string // the runner's epoch
-	ProcessIdentity
+	procid.Identity
 	Hostname       string
 	Version        string
 	StartedAt      time.Time
@@ -54,13 +56,13 @@ func (db *DB) RegisterRunnerAs(ctx context.Context, id, version string, lease ti
 func newRunner(id, version string, lease time.Duration, now time.Time) Runner {
 	host, _ := os.Hostname()
 	return Runner{
-		ID:              id,
-		ProcessIdentity: IdentifyProcess(os.Getpid()),
-		Hostname:        host,
-		Version:         version,
-		StartedAt:       now,
-		HeartbeatAt:     now,
-		LeaseExpiresAt:  now.Add(lease),
+		ID:             id,
+		Identity:       procid.Identify(os.Getpid()),
+		Hostname:       host,
+		Version:        version,
+		StartedAt:      now,
+		HeartbeatAt:    now,
+		LeaseExpiresAt: now.Add(lease),
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/internal/procid"
 )
 
 // SessionRow is the durable trace of a PTY session: enough to find and kill its process
@@ -15,7 +17,7 @@ type SessionRow struct {
 	Name     string
 	Command  string
 	Cwd      string
-	ProcessIdentity
+	procid.Identity
 	Pgid      int
 	StartedAt time.Time
 	ClosedAt  *time.Time

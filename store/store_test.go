@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/internal/procid"
 )
 
 // TestMain lets the test binary play a second process that opens a database, for the
@@ -264,7 +266,7 @@ func TestRunner_Lifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.Pid != os.Getpid() || r.ProcStart == 0 || !r.Alive() {
-		t.Errorf("runner identity = %+v, want this live process", r.ProcessIdentity)
+		t.Errorf("runner identity = %+v, want this live process", r.Identity)
 	}
 	if err := db.RenewLease(ctx, r.ID, time.Hour); err != nil {
 		t.Fatal(err)
@@ -301,7 +303,7 @@ func TestSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := SessionRow{RunnerID: r.ID, ID: "s1", Command: "bash", Cwd: "/", ProcessIdentity: IdentifyProcess(os.Getpid()), Pgid: os.Getpid(), StartedAt: time.Now()}
+	row := SessionRow{RunnerID: r.ID, ID: "s1", Command: "bash", Cwd: "/", Identity: procid.Identify(os.Getpid()), Pgid: os.Getpid(), StartedAt: time.Now()}
 	if err := db.InsertSession(ctx, row); err != nil {
 		t.Fatal(err)
 	}
@@ -322,25 +324,6 @@ func TestSessions(t *testing.T) {
 	row.RunnerID = "r-nope"
 	if err := db.InsertSession(ctx, row); err == nil {
 		t.Errorf("InsertSession with unknown runner succeeded")
-	}
-}
-
-func TestProcessIdentity_DeadProcess(t *testing.T) {
-	cmd := exec.Command("true")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	id := IdentifyProcess(cmd.Process.Pid)
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if id.Alive() {
-		t.Errorf("identity of a reaped process is alive")
-	}
-	self := IdentifyProcess(os.Getpid())
-	self.ProcStart++
-	if self.Alive() {
-		t.Errorf("identity with another start time is alive")
 	}
 }
 

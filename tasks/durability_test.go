@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/internal/procid"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks/archive"
 )
@@ -67,7 +68,7 @@ func orphanGraph(t *testing.T, te *testEnv, dead store.Runner) (graphID string, 
 	go cmd.Wait() // reaped whenever it dies
 	grandchild = waitForPid(t, pidFile)
 	leader = cmd.Process.Pid
-	ident := store.IdentifyProcess(leader)
+	ident := procid.Identify(leader)
 	now := time.Now().UTC()
 	g := store.GraphRow{ID: store.NewID("g-"), RunnerID: dead.ID, MaxParallel: 1, CreatedAt: now}
 	rows := []store.TaskRow{
@@ -315,7 +316,7 @@ func TestReconcile_KillsSessionsOfAGoneRunner(t *testing.T) {
 	go cmd.Wait()
 	pid := cmd.Process.Pid
 	if err := te.db.InsertSession(t.Context(), store.SessionRow{RunnerID: dead.ID, ID: "s1", Command: "bash", Cwd: te.dir,
-		ProcessIdentity: store.IdentifyProcess(pid), Pgid: pid, StartedAt: time.Now()}); err != nil {
+		Identity: procid.Identify(pid), Pgid: pid, StartedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := te.e.Reconcile(t.Context()); err != nil {

@@ -12,7 +12,7 @@ import (
 
 // killSession kills, with SIGKILL, every process of session sid that started no earlier
 // than its leader did (leaderStart, wall-clock microseconds since the Unix epoch, as
-// store.IdentifyProcess records it on macOS). Tasks and PTY programs each lead their own
+// procid.Identify records it on macOS). Tasks and PTY programs each lead their own
 // session, so this finds what they left even after the leader died and its children were
 // re-parented.
 //

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/internal/procid"
 )
 
 // taskDefaults are set whatever the server inherited: a task has no terminal, so anything
@@ -45,9 +45,9 @@ var errAdopted = errors.New("the graph was adopted by another runner")
 // failed start lets start instead.
 func (e *Engine) start(g *graph, t *task) []launch {
 	cmd, err := e.spawn(g, t)
-	var ident store.ProcessIdentity
+	var ident procid.Identity
 	if err == nil {
-		ident = store.IdentifyProcess(cmd.Process.Pid)
+		ident = procid.Identify(cmd.Process.Pid)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

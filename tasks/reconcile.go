@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/internal/procid"
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
@@ -133,7 +134,7 @@ func (e *Engine) reap(ctx context.Context, r store.Runner) error {
 	// A start time is comparable only with one read on the same boot, as for the session
 	// rows below: macOS records wall-clock time, so after a reboot every process of a
 	// session whose number was reused would pass killSession's start-time check.
-	sameBoot := r.BootID == store.BootID()
+	sameBoot := r.BootID == procid.BootID()
 	for _, to := range takeovers {
 		for _, t := range to.Restarted {
 			if sameBoot && t.Pgid != nil && t.ProcStart != nil {
@@ -150,7 +151,7 @@ func (e *Engine) reap(ctx context.Context, r store.Runner) error {
 		return err
 	}
 	for _, s := range sessions {
-		if s.BootID == store.BootID() {
+		if s.BootID == procid.BootID() {
 			killSession(s.Pgid, s.ProcStart)
 		}
 		if err := e.cfg.DB.CloseSession(ctx, r.ID, s.ID); err != nil {

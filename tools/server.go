@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-harness/mcp-harness/internal/procid"
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
@@ -438,7 +439,7 @@ type sessionRecorder struct {
 func (r sessionRecorder) SessionOpened(ctx context.Context, rec pty.Record) error {
 	return r.db.InsertSession(ctx, store.SessionRow{
 		RunnerID: r.runnerID(), ID: rec.ID, Name: rec.Name, Command: rec.Command, Cwd: rec.Dir,
-		ProcessIdentity: store.IdentifyProcess(rec.Pid), Pgid: rec.Pgid, StartedAt: rec.StartedAt,
+		Identity: procid.Identify(rec.Pid), Pgid: rec.Pgid, StartedAt: rec.StartedAt,
 	})
 }
 

@@ -1,6 +1,6 @@
 //go:build !linux && !darwin
 
-package store
+package procid
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 )
 
 // On the BSDs other than macOS this package reads no start time and no boot id (their
-// kinfo_proc layouts differ and nobody here runs them), so IdentifyProcess records
+// kinfo_proc layouts differ and nobody here runs them), so Identify records
 // ProcStart 0 and BootID "unknown", and what stands in for the identity is the pid alone:
 //   - Alive asks kill(pid, 0) whether some process has the pid. A reused pid can make a
 //     dead runner look alive; its lease still expires, and reconciliation then judges it

@@ -1,10 +1,15 @@
-package store
+// Package procid names a process so that it can be recognised later, by this process or
+// another one: a pid alone is reused by the kernel, but a pid, its start time and the boot
+// it started in are not. The start time and the boot id come from /proc on Linux and from
+// sysctl on macOS. The store records these identities (runners, sessions, task processes),
+// and the engines compare them before they trust or signal a recorded pid.
+package procid
 
 import "sync"
 
-// ProcessIdentity names one process across time: a pid alone is reused by the kernel, but a
+// Identity names one process across time: a pid alone is reused by the kernel, but a
 // pid, its start time and the boot it started in are not.
-type ProcessIdentity struct {
+type Identity struct {
 	Pid int
 	// ProcStart is when the process started, in the unit of the system that recorded it
 	// (Linux: clock ticks after boot; macOS: microseconds since the Unix epoch). It is only
@@ -14,19 +19,19 @@ type ProcessIdentity struct {
 	BootID    string
 }
 
-// IdentifyProcess reads the identity of a live process (from /proc on Linux, sysctl on
+// Identify reads the identity of a live process (from /proc on Linux, sysctl on
 // macOS). A process that is gone, or a system where the start time cannot be read, yields
 // ProcStart 0, which later checks treat as "cannot prove it is the same process", so
 // nothing is ever killed on a guess.
-func IdentifyProcess(pid int) ProcessIdentity {
+func Identify(pid int) Identity {
 	start, _ := processStartTime(pid)
-	return ProcessIdentity{Pid: pid, ProcStart: start, BootID: BootID()}
+	return Identity{Pid: pid, ProcStart: start, BootID: BootID()}
 }
 
 // Alive reports whether the process this identity names is still running: same boot, same
 // pid, same start time. An identity with an unknown start time is never reported alive,
 // except on systems where no start time can be read at all (see aliveWithoutStart).
-func (p ProcessIdentity) Alive() bool {
+func (p Identity) Alive() bool {
 	if p.Pid <= 0 || p.BootID != BootID() {
 		return false
 	}
