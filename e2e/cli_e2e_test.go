@@ -15,7 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-harness/mcp-harness/internal/cli"
-	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
@@ -142,7 +142,7 @@ func TestStdio_QuietStartAndLogFile(t *testing.T) {
 	if got := s.stderr.String(); got != "" {
 		t.Errorf("stderr of a normal start and stop = %q, want nothing", got)
 	}
-	path := filepath.Join(ws, store.StateDirName, cli.LogFileName)
+	path := filepath.Join(ws, workspace.StateDirName, cli.LogFileName)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 )
 
 // logFaultGraph is a task that prints far more than its log can take, a dependent, and an
@@ -43,7 +43,7 @@ func checkLogFault(t *testing.T, st map[string]any, code, says string) {
 // and once there is room again the server runs the next graph as usual.
 func TestE2E_LogOnFullDisk(t *testing.T) {
 	ws := t.TempDir()
-	logs := filepath.Join(ws, store.StateDirName, "logs")
+	logs := filepath.Join(ws, workspace.StateDirName, "logs")
 	if err := os.MkdirAll(logs, 0o700); err != nil {
 		t.Fatal(err)
 	}

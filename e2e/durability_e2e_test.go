@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
@@ -110,7 +110,7 @@ func TestE2E_CleanShutdownArchives(t *testing.T) {
 		}
 		b := logs[mt.Log.Name]
 		s := sha256.Sum256(b)
-		live, _ := os.ReadFile(tasks.LogPath(filepath.Join(ws, store.StateDirName, "logs"), graphID, mt.ID))
+		live, _ := os.ReadFile(tasks.LogPath(filepath.Join(ws, workspace.StateDirName, "logs"), graphID, mt.ID))
 		if hex.EncodeToString(s[:]) != mt.Log.SHA256 || int64(len(b)) != mt.Log.Bytes || string(live) != string(b) {
 			t.Errorf("log %s does not check out against the manifest and the live log", mt.ID)
 		}
@@ -164,7 +164,7 @@ func TestE2E_RetentionExpiry(t *testing.T) {
 		map[string]any{"id": "a", "command": "seq 1 1000"},
 	}}))["graphId"].(string)
 	s.waitGraph(graphID)
-	logDir := filepath.Join(ws, store.StateDirName, "logs", graphID)
+	logDir := filepath.Join(ws, workspace.StateDirName, "logs", graphID)
 	deadline := time.Now().Add(e2eWait)
 	for {
 		if _, err := os.Stat(logDir); os.IsNotExist(err) {
@@ -212,7 +212,7 @@ func TestE2E_InterruptedSpoolIsRedone(t *testing.T) {
 	graphID := structuredOf(t, s.toolCall("tasks_run", map[string]any{"tasks": []any{
 		map[string]any{"id": "big", "command": fmt.Sprintf("head -c %d /dev/urandom", size)},
 	}}))["graphId"].(string)
-	artifacts := filepath.Join(ws, store.StateDirName, "artifacts")
+	artifacts := filepath.Join(ws, workspace.StateDirName, "artifacts")
 	final := tasks.ArtifactPath(artifacts, graphID)
 	deadline := time.Now().Add(2 * e2eWait)
 	for {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcp-harness/mcp-harness/internal/cli"
 	"github.com/mcp-harness/mcp-harness/internal/schematest"
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
@@ -371,7 +372,7 @@ func shortText(s string, n int) string {
 // it): what a later server, the operator CLI or a person with sqlite3 finds.
 func openStore(t *testing.T, ws string) *store.DB {
 	t.Helper()
-	db, err := store.Open(t.Context(), filepath.Join(ws, store.StateDirName, store.DBFileName))
+	db, err := store.Open(t.Context(), filepath.Join(ws, workspace.StateDirName, workspace.DBFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/storetest"
-	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 )
 
 // shortBusy makes a lock held past the busy timeout (and the store's retries) take
@@ -20,7 +20,7 @@ var shortBusy = []string{"--busy-timeout", "200ms"}
 // until the returned function is called.
 func holdDBLock(t *testing.T, ws string) (release func()) {
 	t.Helper()
-	return storetest.HoldWriteLock(t, filepath.Join(ws, store.StateDirName, store.DBFileName))
+	return storetest.HoldWriteLock(t, filepath.Join(ws, workspace.StateDirName, workspace.DBFileName))
 }
 
 // waitStderr waits until the server has logged want.
@@ -71,7 +71,7 @@ func TestE2E_LockHeldPastBusyTimeout(t *testing.T) {
 			t.Errorf("task %s = %v/%v, want succeeded", id, ts[id]["status"], ts[id]["errorCode"])
 		}
 	}
-	if b, _ := os.ReadFile(filepath.Join(ws, store.StateDirName, "logs", graphID, "c.log")); string(b) != "c ran\n" {
+	if b, _ := os.ReadFile(filepath.Join(ws, workspace.StateDirName, "logs", graphID, "c.log")); string(b) != "c ran\n" {
 		t.Errorf("c's log = %q: the dependent did not run", b)
 	}
 	s.waitStderr("the database records task states again")

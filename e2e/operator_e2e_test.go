@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-harness/mcp-harness/internal/cli"
-	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
@@ -267,7 +267,7 @@ func TestOperator_ReadCommands(t *testing.T) {
 		if out.code != 0 || !strings.Contains(out.stdout, g) {
 			t.Errorf("tasks list with MCP_HARNESS_WORKSPACE = %+v", out)
 		}
-		out = runBinary(t, []string{"MCP_HARNESS_STATE_DIR=" + filepath.Join(ws, store.StateDirName)}, "tasks", "list", "--workspace", t.TempDir())
+		out = runBinary(t, []string{"MCP_HARNESS_STATE_DIR=" + filepath.Join(ws, workspace.StateDirName)}, "tasks", "list", "--workspace", t.TempDir())
 		if out.code != 0 || !strings.Contains(out.stdout, g) {
 			t.Errorf("tasks list with MCP_HARNESS_STATE_DIR = %+v", out)
 		}

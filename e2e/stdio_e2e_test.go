@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
@@ -375,11 +376,11 @@ func TestStdio_ShutdownWhileStoreLocked(t *testing.T) {
 // error when the client disconnects.
 func TestStdio_StoreThatCannotOpen(t *testing.T) {
 	ws := t.TempDir()
-	state := filepath.Join(ws, store.StateDirName)
+	state := filepath.Join(ws, workspace.StateDirName)
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(state, store.DBFileName), []byte(strings.Repeat("not a database ", 300)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(state, workspace.DBFileName), []byte(strings.Repeat("not a database ", 300)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := startServer(t, ws)
@@ -412,10 +413,10 @@ func TestStdio_FlagsFromEnvironment(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("stdio with env flags: %v\n%s", err, out)
 	}
-	if _, err := os.Stat(filepath.Join(state, store.DBFileName)); err != nil {
+	if _, err := os.Stat(filepath.Join(state, workspace.DBFileName)); err != nil {
 		t.Errorf("MCP_HARNESS_STATE_DIR not used: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(ws, store.StateDirName)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(ws, workspace.StateDirName)); !os.IsNotExist(err) {
 		t.Errorf("default state dir created although MCP_HARNESS_STATE_DIR was set")
 	}
 

@@ -110,7 +110,7 @@ type OpenOptions struct {
 	Dir string
 	// EnterDir, when not empty, is the path the program changes into in place of Dir,
 	// which still names the directory in List and records: the caller gives
-	// /proc/self/fd/N of Dir held open (store.Dir.ExecPath), so that a path swapped after
+	// /proc/self/fd/N of Dir held open (workspace.Dir.ExecPath), so that a path swapped after
 	// the caller checked it cannot move the program elsewhere. It must stay valid until
 	// Open returns.
 	EnterDir string

@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 )
 
 // A build without cgo refuses to open a database, says how to fix it, and leaves no file.
 func TestOpen_ErrNoCgo(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBFileName)
+	path := filepath.Join(t.TempDir(), workspace.DBFileName)
 	_, err := Open(t.Context(), path)
 	if !errors.Is(err, errNoCgo) || !strings.Contains(err.Error(), "CGO_ENABLED=1") {
 		t.Errorf("Open() error = %v, want errNoCgo saying CGO_ENABLED=1", err)

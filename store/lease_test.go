@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 )
 
 func insertTestGraph(t *testing.T, db *DB, runnerID string) (GraphRow, error) {
@@ -163,7 +165,7 @@ func TestUnreapedRunners_ReapedWithUnfinishedGraph(t *testing.T) {
 // A write waiting on a lock another process holds ends as ErrBusy, after the store's
 // retries or when the caller's context ends, and writes nothing.
 func TestWrite_ErrBusy(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBFileName)
+	path := filepath.Join(t.TempDir(), workspace.DBFileName)
 	db, err := OpenWith(t.Context(), path, Options{BusyTimeout: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -4,9 +4,11 @@
 //
 // Several processes share the file (two MCP clients open on one project, plus the operator
 // CLI), so every transaction that writes starts with BEGIN IMMEDIATE and waits on a busy
-// timeout rather than failing, and the schema is migrated under the write lock. The store
-// also owns the workspace directory layout (see Workspace) and the identity of processes it
-// records (see ProcessIdentity), because both exist to make the records truthful.
+// timeout rather than failing, and the schema is migrated under the write lock.
+//
+// The store is SQL only: where the database lives is the workspace's layout
+// (internal/workspace), and the identities of the processes it records are read by
+// internal/procid.
 package store
 
 import (
@@ -24,9 +26,6 @@ import (
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
-
-// DBFileName is the database's file name inside the state directory.
-const DBFileName = "harness.db"
 
 // DefaultBusyTimeout is how long SQLite itself waits for another process's write lock. It
 // is long enough that a burst of writes from several runners queues up instead of failing.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/procid"
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 )
 
 // TestMain lets the test binary play a second process that opens a database, for the
@@ -58,7 +59,7 @@ func schemaVersion(t *testing.T) int {
 
 func openTestDB(t *testing.T) *DB {
 	t.Helper()
-	db, err := Open(t.Context(), filepath.Join(t.TempDir(), DBFileName))
+	db, err := Open(t.Context(), filepath.Join(t.TempDir(), workspace.DBFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func openTestDB(t *testing.T) *DB {
 }
 
 func TestOpen_Migrates(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBFileName)
+	path := filepath.Join(t.TempDir(), workspace.DBFileName)
 	for i := 0; i < 2; i++ { // the second open finds the schema current and changes nothing
 		db, err := Open(t.Context(), path)
 		if err != nil {
@@ -99,7 +100,7 @@ func TestOpen_Migrates(t *testing.T) {
 }
 
 func TestOpen_ErrSchemaTooNew(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBFileName)
+	path := filepath.Join(t.TempDir(), workspace.DBFileName)
 	db, err := Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +137,7 @@ func TestOpen_ErrSchemaTooNew(t *testing.T) {
 // migration applied twice, no "database is locked".
 func TestOpen_ConcurrentProcesses(t *testing.T) {
 	const n = 6
-	path := filepath.Join(t.TempDir(), DBFileName)
+	path := filepath.Join(t.TempDir(), workspace.DBFileName)
 	var cmds []*exec.Cmd
 	var starts []io.WriteCloser
 	outs := make([]*strings.Builder, n)
@@ -182,7 +183,7 @@ func TestOpen_ConcurrentProcesses(t *testing.T) {
 // Many connections writing at once, each in its own transaction, never surface
 // SQLITE_BUSY to the caller.
 func TestDB_ConcurrentWriters(t *testing.T) {
-	path := filepath.Join(t.TempDir(), DBFileName)
+	path := filepath.Join(t.TempDir(), workspace.DBFileName)
 	var dbs []*DB
 	for i := 0; i < 4; i++ {
 		db, err := Open(t.Context(), path)
@@ -221,7 +222,7 @@ func TestOpen_FileModes(t *testing.T) {
 	old := syscall.Umask(0) // the widest umask a user could have
 	t.Cleanup(func() { syscall.Umask(old) })
 
-	ws, err := OpenWorkspace(WorkspaceConfig{Dir: t.TempDir()})
+	ws, err := workspace.Open(workspace.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks/archive"
 )
@@ -223,9 +224,9 @@ func runBenchGraph(b *testing.B, e *Engine, spec Spec) {
 
 // benchStore opens a store on a new workspace and registers a runner in it; the store is
 // closed when the benchmark ends.
-func benchStore(b *testing.B) (*store.Workspace, *store.DB, store.Runner) {
+func benchStore(b *testing.B) (*workspace.Workspace, *store.DB, store.Runner) {
 	b.Helper()
-	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: b.TempDir()})
+	ws, err := workspace.Open(workspace.Config{Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,15 +3,15 @@ package tasks
 // This file holds a graph's working directories open between the starts of its tasks.
 // Every start checks its task's cwd again (an earlier task may have swapped a directory on
 // the path for a symlink out of the workspace) and has the child enter the directory
-// checked, through its open descriptor (store.Dir). Opening and checking a directory from
+// checked, through its open descriptor (workspace.Dir). Opening and checking a directory from
 // scratch costs a few dozen system calls; checking one held open costs a few
-// (store.Workspace.Recheck), with the same guarantee, so a graph keeps the directories of
+// (workspace.Workspace.Recheck), with the same guarantee, so a graph keeps the directories of
 // its tasks open until it ends, and opens one afresh whenever Recheck cannot vouch for it.
 
 import (
 	"sync"
 
-	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 )
 
 // maxHeldDirs bounds the directories a graph holds open: most graphs use one or a few,
@@ -27,14 +27,14 @@ type graphDirs struct {
 }
 
 type heldDir struct {
-	d     *store.Dir
+	d     *workspace.Dir
 	users int  // starts using it now
 	stale bool // no longer held for later starts: closed once users is 0
 }
 
 // enter returns the checked directory for a task of the graph with cwd to start in, its
 // path as checked, and a release to call once the process has started (or failed to).
-func (gd *graphDirs) enter(ws *store.Workspace, cwd string) (*store.Dir, string, func(), error) {
+func (gd *graphDirs) enter(ws *workspace.Workspace, cwd string) (*workspace.Dir, string, func(), error) {
 	gd.mu.Lock()
 	h := gd.held[cwd]
 	if h != nil {

@@ -54,6 +54,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
@@ -84,7 +85,7 @@ const DefaultKillGrace = 2 * time.Second
 type Config struct {
 	DB *store.DB
 	// Workspace is where tasks run (every cwd is confined to it) and where their logs go.
-	Workspace   *store.Workspace
+	Workspace   *workspace.Workspace
 	RunnerID    string
 	MaxParallel int // runner-wide cap on running tasks, but a graph with none running may start one (scheduleLocked); default runtime.NumCPU()
 	Limits      Limits

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
@@ -23,7 +24,7 @@ const testWait = 60 * time.Second
 type testEnv struct {
 	e   *Engine
 	db  *store.DB
-	ws  *store.Workspace
+	ws  *workspace.Workspace
 	dir string // the workspace root
 }
 
@@ -37,7 +38,7 @@ func newTestEngine(t *testing.T, mutate ...func(*Config)) *testEnv {
 // that nothing is left once they are all closed (the cleanups run last first).
 func startTestEngine(t *testing.T, mutate ...func(*Config)) *testEnv {
 	t.Helper()
-	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: t.TempDir()})
+	ws, err := workspace.Open(workspace.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

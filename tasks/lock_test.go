@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcp-harness/mcp-harness/internal/storetest"
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
@@ -50,7 +51,7 @@ type lockEnv struct {
 func newLockEnv(t *testing.T, mutate ...func(*Config)) *lockEnv {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: t.TempDir()})
+	ws, err := workspace.Open(workspace.Config{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

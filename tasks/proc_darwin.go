@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// macOS has no /proc; sysctl stands in for it, as in store/proc_darwin.go.
+// macOS has no /proc; sysctl stands in for it, as in internal/procid/procid_darwin.go.
 
 // killSession kills, with SIGKILL, every process of session sid that started no earlier
 // than its leader did (leaderStart, wall-clock microseconds since the Unix epoch, as
@@ -48,7 +48,8 @@ func killSession(sid int, leaderStart uint64) {
 	}
 }
 
-// startMicros is a kinfo_proc start time in the unit store/proc_darwin.go records.
+// startMicros is a kinfo_proc start time in the unit that internal/procid/procid_darwin.go
+// records.
 func startMicros(tv unix.Timeval) uint64 {
 	return uint64(tv.Sec)*1e6 + uint64(tv.Usec)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-harness/mcp-harness/internal/jsonsize"
 	"github.com/mcp-harness/mcp-harness/internal/quote"
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks/archive"
 	"github.com/mcp-harness/mcp-harness/tasks/fit"
@@ -24,21 +25,21 @@ import (
 // progress, the live log or the archive, graph summaries by a store query.
 type Reader struct {
 	db    *store.DB
-	ws    *store.Workspace
+	ws    *workspace.Workspace
 	where string // names the state in messages
 	owned bool   // the Reader opened db and closes it
 }
 
 // NewReader reads the store db of workspace ws; the caller keeps db open while the Reader
 // is used.
-func NewReader(db *store.DB, ws *store.Workspace) *Reader {
+func NewReader(db *store.DB, ws *workspace.Workspace) *Reader {
 	return &Reader{db: db, ws: ws, where: ws.Root}
 }
 
 // OpenReader opens the store of an existing workspace for reading, creating nothing: a
-// workspace on which no server kept state is store.ErrNoState. Close closes it.
-func OpenReader(ctx context.Context, cfg store.WorkspaceConfig) (*Reader, error) {
-	ws, err := store.FindWorkspace(cfg)
+// workspace on which no server kept state is workspace.ErrNoState. Close closes it.
+func OpenReader(ctx context.Context, cfg workspace.Config) (*Reader, error) {
+	ws, err := workspace.Find(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
@@ -59,9 +60,9 @@ func codeOf(err error) string {
 		return codeDuplicateTaskID
 	case errors.Is(err, tasks.ErrLimit):
 		return codeLimitExceeded
-	case errors.Is(err, store.ErrOutsideWorkspace), errors.Is(err, store.ErrStateDir):
+	case errors.Is(err, workspace.ErrOutside), errors.Is(err, workspace.ErrStateDir):
 		return codeCwdOutsideWorkspace
-	case errors.Is(err, errInvalid), errors.Is(err, store.ErrBadDir),
+	case errors.Is(err, errInvalid), errors.Is(err, workspace.ErrBadDir),
 		errors.Is(err, pty.ErrInvalid), errors.Is(err, pty.ErrUnknownKey), errors.Is(err, tasks.ErrInvalid),
 		errors.Is(err, tasks.ErrNoDetach):
 		return codeInvalidArgument

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
@@ -26,7 +27,7 @@ func RunDetached(ctx context.Context, cfg Config, graphID, from string, claimed 
 	if cfg.Lease <= 0 {
 		cfg.Lease = tasks.DefaultLease
 	}
-	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir})
+	ws, err := workspace.Open(workspace.Config{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir})
 	if err != nil {
 		return err
 	}
@@ -116,7 +117,7 @@ func SubmitDetached(ctx context.Context, cfg Config, args []byte) (RunResult, er
 	if cfg.Lease <= 0 {
 		cfg.Lease = tasks.DefaultLease
 	}
-	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir})
+	ws, err := workspace.Open(workspace.Config{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir})
 	if err != nil {
 		return RunResult{}, err
 	}

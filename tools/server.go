@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-harness/mcp-harness/internal/procid"
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
@@ -72,7 +73,7 @@ const (
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
-	ws       *store.Workspace
+	ws       *workspace.Workspace
 	runnerID string // the id open registers the runner under
 	mcp      *server.MCPServer
 
@@ -125,7 +126,7 @@ func newServer(cfg Config) (*Server, error) {
 	if cfg.Lease <= 0 {
 		cfg.Lease = tasks.DefaultLease
 	}
-	ws, err := store.OpenWorkspace(store.WorkspaceConfig{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir})
+	ws, err := workspace.Open(workspace.Config{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir})
 	if err != nil {
 		return nil, err
 	}

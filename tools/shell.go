@@ -253,7 +253,7 @@ func (s *Server) shellOpenTool() server.ServerTool {
 			return nil, err
 		}
 		// Held open until the program has started in it, so a path swapped after the check
-		// cannot move the program out of the workspace (store.Dir).
+		// cannot move the program out of the workspace (workspace.Dir).
 		dir, err := s.ws.OpenDir(a.Cwd)
 		if err != nil {
 			return nil, err

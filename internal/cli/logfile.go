@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 )
 
 // The server's logs. A client shows a server's stderr as it likes: Claude Code prefixes
@@ -35,12 +35,12 @@ const (
 // newLogger parses the --log-level name and opens the workspace's log file: the logger
 // writes to stderr at that level and to the file at info or that level if lower. close
 // closes the file. A bad level is a usageError, found before anything is created.
-func newLogger(wcfg store.WorkspaceConfig, levelName string, stderr io.Writer) (logger *slog.Logger, close func() error, err error) {
+func newLogger(wcfg workspace.Config, levelName string, stderr io.Writer) (logger *slog.Logger, close func() error, err error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(levelName)); err != nil {
 		return nil, nil, usagef("--log-level %q: want debug, info, warn or error", levelName)
 	}
-	ws, err := store.OpenWorkspace(wcfg)
+	ws, err := workspace.Open(wcfg)
 	if err != nil {
 		return nil, nil, err
 	}

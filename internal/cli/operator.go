@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mcp-harness/mcp-harness/internal/quote"
-	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/tasks"
 	"github.com/mcp-harness/mcp-harness/tools"
 )
@@ -115,8 +115,8 @@ func (o *workspaceFlags) fromEnv(cmd *cobra.Command) error {
 // open opens the workspace's store for reading. Unlike a server, it creates nothing: a
 // workspace without state has nothing to show, and the message says where to point.
 func (o *workspaceFlags) open(ctx context.Context) (*tasks.Reader, error) {
-	r, err := tasks.OpenReader(ctx, store.WorkspaceConfig{Dir: o.workspace, StateDir: o.stateDir})
-	if errors.Is(err, store.ErrNoState) {
+	r, err := tasks.OpenReader(ctx, workspace.Config{Dir: o.workspace, StateDir: o.stateDir})
+	if errors.Is(err, workspace.ErrNoState) {
 		return nil, fmt.Errorf("%w: no server has run tasks there (point --workspace or --state-dir at the project the agent works on)", err)
 	}
 	return r, err
@@ -401,7 +401,7 @@ func newRunCmd(o *workspaceFlags, version string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			logger, closeLog, err := newLogger(store.WorkspaceConfig{Dir: o.workspace, StateDir: o.stateDir}, defaultLogLevel, cmd.ErrOrStderr())
+			logger, closeLog, err := newLogger(workspace.Config{Dir: o.workspace, StateDir: o.stateDir}, defaultLogLevel, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

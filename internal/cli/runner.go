@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
 	"github.com/mcp-harness/mcp-harness/tools"
@@ -59,7 +60,7 @@ func newRunnerCmd(version string) *cobra.Command {
 				return usagef("--graph and --from are required")
 			}
 			cfg.Version = version
-			logger, closeLog, err := newLogger(store.WorkspaceConfig{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir}, logLevel, io.Discard)
+			logger, closeLog, err := newLogger(workspace.Config{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir}, logLevel, io.Discard)
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
@@ -46,7 +47,7 @@ func newStdioCmd(version string) *cobra.Command {
 			}
 			cfg.MaxResult = int(result)
 			cfg.Version = version
-			logger, closeLog, err := newLogger(store.WorkspaceConfig{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir}, logLevel, os.Stderr)
+			logger, closeLog, err := newLogger(workspace.Config{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir}, logLevel, os.Stderr)
 			if err != nil {
 				return err
 			}

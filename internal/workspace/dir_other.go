@@ -1,6 +1,6 @@
 //go:build !linux
 
-package store
+package workspace
 
 // pin checks the path once more and has the child change into it by path: macOS and the
 // BSDs have no /proc/self/fd whose entries a chdir follows to the open directory, and

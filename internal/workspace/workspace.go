@@ -1,4 +1,12 @@
-package store
+// Package workspace is the directory a server works on and the layout of its state inside
+// it (the state directory, its database file, logs and artifacts), and it confines the
+// directories callers name to that workspace: a cwd given to a shell session or a task
+// resolves inside the project and outside the state (Confine), and a process starts in
+// exactly the directory that was checked (OpenDir, Dir.ExecPath).
+//
+// It stands apart from the store because it is about paths, not records: confining a shell
+// session's cwd needs no database.
+package workspace
 
 import (
 	"bytes"
@@ -15,8 +23,11 @@ import (
 // StateDirName is the state directory's name inside the workspace unless overridden.
 const StateDirName = ".mcp-harness"
 
-// ErrOutsideWorkspace is returned by Confine for a path that resolves outside the workspace.
-var ErrOutsideWorkspace = errors.New("outside the workspace")
+// DBFileName is the database's file name inside the state directory.
+const DBFileName = "harness.db"
+
+// ErrOutside is returned by Confine for a path that resolves outside the workspace.
+var ErrOutside = errors.New("outside the workspace")
 
 // ErrBadDir is returned by Confine for a path inside the workspace that is not an existing
 // directory.
@@ -38,20 +49,20 @@ type Workspace struct {
 	ArtifactsDir string // retained artifacts; 0700
 }
 
-// WorkspaceConfig says where a workspace and its state are. Relative paths are taken
+// Config says where a workspace and its state are. Relative paths are taken
 // relative to the current directory, like any path given on a command line.
-type WorkspaceConfig struct {
+type Config struct {
 	Dir          string // the workspace; "" = the current directory
 	StateDir     string // "" = <workspace>/.mcp-harness
 	ArtifactsDir string // "" = <state>/artifacts
 }
 
-// OpenWorkspace resolves the workspace to an absolute, symlink-free directory and creates
-// the state layout: the state dir (0700) with a .gitignore of "*" (so it never shows up in
+// Open resolves the workspace to an absolute, symlink-free directory and creates the
+// state layout: the state dir (0700) with a .gitignore of "*" (so it never shows up in
 // the user's git status), logs/ and the artifacts dir. Nothing is created when the
 // workspace itself is missing or not a directory.
-func OpenWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
-	ws, err := resolveWorkspace(cfg)
+func Open(cfg Config) (*Workspace, error) {
+	ws, err := resolve(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -75,12 +86,11 @@ func OpenWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
 // to read.
 var ErrNoState = errors.New("no mcp-harness state")
 
-// FindWorkspace resolves a workspace and its state layout as OpenWorkspace does, but
-// creates nothing: it is for readers (the operator CLI) that must not leave a state
+// Find resolves a workspace and its state layout as Open does, but creates nothing: it is for readers (the operator CLI) that must not leave a state
 // directory behind in a project no server ran on. A workspace without a database is
 // ErrNoState.
-func FindWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
-	ws, err := resolveWorkspace(cfg)
+func Find(cfg Config) (*Workspace, error) {
+	ws, err := resolve(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -95,16 +105,16 @@ func FindWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
 
 // Where names a workspace's state in messages: the state dir when one was given, else the
 // workspace.
-func (ws *Workspace) Where(cfg WorkspaceConfig) string {
+func (ws *Workspace) Where(cfg Config) string {
 	if cfg.StateDir != "" {
 		return ws.StateDir
 	}
 	return ws.Root
 }
 
-// resolveWorkspace works out the paths of a workspace's layout without touching the disk
+// resolve works out the paths of a workspace's layout without touching the disk
 // beyond resolving the workspace directory itself.
-func resolveWorkspace(cfg WorkspaceConfig) (*Workspace, error) {
+func resolve(cfg Config) (*Workspace, error) {
 	dir := cfg.Dir
 	if dir == "" {
 		dir = "."
@@ -135,7 +145,7 @@ func (ws *Workspace) DBPath() string { return filepath.Join(ws.StateDir, DBFileN
 func (ws *Workspace) LogsDir() string { return filepath.Join(ws.StateDir, "logs") }
 
 // Confine resolves a directory a caller gave (relative to the workspace root, or absolute)
-// and returns its absolute, symlink-free path, refusing with ErrOutsideWorkspace anything
+// and returns its absolute, symlink-free path, refusing with ErrOutside anything
 // that leaves the workspace, by ".." or through a symlink, with ErrStateDir the state
 // directory and what is inside it, and with ErrBadDir a path inside the workspace that is
 // not an existing directory. An empty dir is the root.
@@ -157,7 +167,7 @@ func (ws *Workspace) Confine(dir string) (string, error) {
 		// "../elsewhere" is outside whether or not it exists, and saying "does not exist"
 		// would invite the wrong fix.
 		if !within(ws.Root, p) {
-			return "", fmt.Errorf("cwd %s: %w %s", quote.Short(dir), ErrOutsideWorkspace, ws.Root)
+			return "", fmt.Errorf("cwd %s: %w %s", quote.Short(dir), ErrOutside, ws.Root)
 		}
 		if errors.Is(err, os.ErrNotExist) {
 			return "", fmt.Errorf("cwd %s: %w (it does not exist)", quote.Short(dir), ErrBadDir)
@@ -180,7 +190,7 @@ func (ws *Workspace) Confine(dir string) (string, error) {
 // the caller gave, for the message.
 func (ws *Workspace) check(dir, resolved string) error {
 	if !within(ws.Root, resolved) {
-		return fmt.Errorf("cwd %s: %w %s (it resolves to %s)", quote.Short(dir), ErrOutsideWorkspace, ws.Root, resolved)
+		return fmt.Errorf("cwd %s: %w %s (it resolves to %s)", quote.Short(dir), ErrOutside, ws.Root, resolved)
 	}
 	for _, state := range []string{ws.StateDir, ws.ArtifactsDir} {
 		if real, err := filepath.EvalSymlinks(state); err == nil {

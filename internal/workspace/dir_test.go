@@ -1,4 +1,4 @@
-package store
+package workspace
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 // ExecPath).
 func TestWorkspace_OpenDir(t *testing.T) {
 	root, outside := t.TempDir(), t.TempDir()
-	ws, err := OpenWorkspace(WorkspaceConfig{Dir: root})
+	ws, err := Open(Config{Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,19 +59,19 @@ func TestWorkspace_OpenDir(t *testing.T) {
 	}
 
 	// Opened again now, the swapped path is refused.
-	if _, err := ws.OpenDir("sub"); !errors.Is(err, ErrOutsideWorkspace) {
-		t.Errorf("OpenDir(swapped) = %v, want ErrOutsideWorkspace", err)
+	if _, err := ws.OpenDir("sub"); !errors.Is(err, ErrOutside) {
+		t.Errorf("OpenDir(swapped) = %v, want ErrOutside", err)
 	}
 }
 
 func TestWorkspace_OpenDirRefuses(t *testing.T) {
 	root := t.TempDir()
-	ws, err := OpenWorkspace(WorkspaceConfig{Dir: root})
+	ws, err := Open(Config{Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for cwd, want := range map[string]error{
-		"..":           ErrOutsideWorkspace,
+		"..":           ErrOutside,
 		StateDirName:   ErrStateDir,
 		"missing":      ErrBadDir,
 		".gitignore-x": ErrBadDir,
@@ -90,7 +90,7 @@ func TestWorkspace_OpenDirRefuses(t *testing.T) {
 // be opened afresh.
 func TestWorkspace_Recheck(t *testing.T) {
 	root, outside := t.TempDir(), t.TempDir()
-	ws, err := OpenWorkspace(WorkspaceConfig{Dir: root})
+	ws, err := Open(Config{Dir: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestWorkspace_Recheck(t *testing.T) {
 	if err := os.Symlink(moved, sub); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ws.Recheck(d, "sub"); !errors.Is(err, ErrOutsideWorkspace) {
-		t.Errorf("Recheck of the held directory moved out = %v, want ErrOutsideWorkspace", err)
+	if _, err := ws.Recheck(d, "sub"); !errors.Is(err, ErrOutside) {
+		t.Errorf("Recheck of the held directory moved out = %v, want ErrOutside", err)
 	}
 }

@@ -1,4 +1,4 @@
-package store
+package workspace
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ type Dir struct {
 // OpenDir confines dir as Confine does, opens the directory it resolves to without
 // following a symlink in its last component, and checks again that the directory opened is
 // inside the workspace and outside its state: a path changed since Confine is refused
-// (ErrOutsideWorkspace, ErrStateDir or ErrBadDir) rather than followed. The caller passes
+// (ErrOutside, ErrStateDir or ErrBadDir) rather than followed. The caller passes
 // ExecPath to exec.Cmd.Dir and closes the Dir once the process has started.
 func (ws *Workspace) OpenDir(dir string) (*Dir, error) {
 	resolved, err := ws.Confine(dir)

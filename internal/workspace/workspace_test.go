@@ -1,4 +1,4 @@
-package store
+package workspace
 
 import (
 	"errors"
@@ -30,7 +30,7 @@ func TestWorkspace_Confine(t *testing.T) {
 	// The workspace is given through a symlink: its root must come out resolved.
 	alias := filepath.Join(t.TempDir(), "alias")
 	mustSymlink(t, root, alias)
-	ws, err := OpenWorkspace(WorkspaceConfig{Dir: alias})
+	ws, err := Open(Config{Dir: alias})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,16 +49,16 @@ func TestWorkspace_Confine(t *testing.T) {
 		{name: "absolute inside", cwd: filepath.Join(realRoot, "src"), want: filepath.Join(realRoot, "src")},
 		{name: "absolute through alias", cwd: filepath.Join(alias, "src"), want: filepath.Join(realRoot, "src")},
 		{name: "symlink in", cwd: "inner", want: filepath.Join(realRoot, "link-target-inside")},
-		{name: "dot dot out", cwd: "..", err: ErrOutsideWorkspace},
-		{name: "dot dot out missing", cwd: "../nowhere", err: ErrOutsideWorkspace},
-		{name: "absolute out", cwd: outside, err: ErrOutsideWorkspace},
-		{name: "root of fs", cwd: "/", err: ErrOutsideWorkspace},
-		{name: "symlink out", cwd: "escape", err: ErrOutsideWorkspace},
-		{name: "symlink out then down", cwd: "escape/.", err: ErrOutsideWorkspace},
-		{name: "symlink up and out", cwd: "src/up2", err: ErrOutsideWorkspace},
+		{name: "dot dot out", cwd: "..", err: ErrOutside},
+		{name: "dot dot out missing", cwd: "../nowhere", err: ErrOutside},
+		{name: "absolute out", cwd: outside, err: ErrOutside},
+		{name: "root of fs", cwd: "/", err: ErrOutside},
+		{name: "symlink out", cwd: "escape", err: ErrOutside},
+		{name: "symlink out then down", cwd: "escape/.", err: ErrOutside},
+		{name: "symlink up and out", cwd: "src/up2", err: ErrOutside},
 		{name: "missing", cwd: "no/such/dir", err: ErrBadDir},
 		{name: "a file", cwd: "file.txt", err: ErrBadDir},
-		{name: "prefix sibling", cwd: realRoot + "-sibling", err: ErrOutsideWorkspace},
+		{name: "prefix sibling", cwd: realRoot + "-sibling", err: ErrOutside},
 		{name: "state dir", cwd: StateDirName, err: ErrStateDir},
 		{name: "inside the state dir", cwd: StateDirName + "/logs", err: ErrStateDir},
 		{name: "state dir absolute", cwd: filepath.Join(realRoot, StateDirName, "artifacts"), err: ErrStateDir},
@@ -92,8 +92,8 @@ func TestOpenWorkspace_Errors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range []string{filepath.Join(dir, "missing"), file} {
-		if _, err := OpenWorkspace(WorkspaceConfig{Dir: d}); err == nil {
-			t.Errorf("OpenWorkspace(%q) succeeded", d)
+		if _, err := Open(Config{Dir: d}); err == nil {
+			t.Errorf("Open(%q) succeeded", d)
 		}
 	}
 	// Nothing was created next to the file or in place of the missing dir.
@@ -105,7 +105,7 @@ func TestOpenWorkspace_Errors(t *testing.T) {
 
 func TestOpenWorkspace_Overrides(t *testing.T) {
 	root, state, arts := t.TempDir(), t.TempDir(), t.TempDir()
-	ws, err := OpenWorkspace(WorkspaceConfig{Dir: root, StateDir: filepath.Join(state, "s"), ArtifactsDir: filepath.Join(arts, "a")})
+	ws, err := Open(Config{Dir: root, StateDir: filepath.Join(state, "s"), ArtifactsDir: filepath.Join(arts, "a")})
 	if err != nil {
 		t.Fatal(err)
 	}
