@@ -1,30 +1,27 @@
 package pty
 
 import (
-	"os/exec"
-	"strings"
 	"testing"
+
+	"github.com/mcp-harness/mcp-harness/internal/deptest"
 )
 
-// TestDeps keeps the engine an engine: no MCP library and no other package of the
-// project but the leaf helpers of internal/ (after tailscale's tstest/deptest). A helper
-// that imported an engine would bring it into the list, and fail here.
+// TestDeps keeps the engine an engine: no MCP library, no CLI library, and of the project
+// only its own subpackages and the leaf helpers of internal/. A helper that imported an
+// engine would bring it into the list, and fail here. Checked for macOS too, whose files
+// import differently.
 func TestDeps(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command:", err)
-	}
-	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		switch {
-		case strings.HasPrefix(dep, "github.com/mark3labs/mcp-go"),
-			strings.HasPrefix(dep, "github.com/modelcontextprotocol/"),
-			strings.HasPrefix(dep, "github.com/spf13/cobra"),
-			strings.HasPrefix(dep, "github.com/mcp-harness/mcp-harness/") && dep != "github.com/mcp-harness/mcp-harness/pty" &&
-				!strings.HasPrefix(dep, "github.com/mcp-harness/mcp-harness/internal/"):
-			t.Errorf("pty depends on %s; engines must not import MCP, cobra or other project packages", dep)
-		}
+	banned := deptest.NoAdapters()
+	banned[deptest.Module] = "the PTY engine stands alone: of this project it uses only its own subpackages and the helpers of internal/"
+	banned[deptest.Module+"/tasks"] = "the two engines meet only in the adapters, which hand each what it needs of the other"
+	banned[deptest.Module+"/store"] = "a PTY session is recorded by the adapter, not by the engine, which needs no database"
+	banned["github.com/mattn/go-sqlite3"] = "the PTY engine keeps no records; linking SQLite would need CGo for nothing"
+	for _, goos := range []string{"", "darwin"} {
+		deptest.DepChecker{
+			Pkg:     ".",
+			Banned:  banned,
+			Allowed: []string{deptest.Module + "/internal", deptest.Module + "/pty"},
+			GOOS:    goos,
+		}.Check(t)
 	}
 }
