@@ -114,9 +114,9 @@ func checkArchiveReadsBack(t *testing.T, path, sum string, want map[string][]byt
 			t.Errorf("%s through OpenArtifactLog: %d of %d bytes, %v; want %d the same", id, len(got), size, err, len(b))
 		}
 		tail := min(int64(len(b)), 1000)
-		s, err := ReadArtifactLog(path, id, -tail, tail)
+		s, err := readArtifactLog(path, id, -tail, tail)
 		if err != nil || s.Text != string(b[int64(len(b))-tail:]) || !s.EOF {
-			t.Errorf("%s tail through ReadArtifactLog = %d bytes, %v", id, len(s.Text), err)
+			t.Errorf("%s tail through readArtifactLog = %d bytes, %v", id, len(s.Text), err)
 		}
 	}
 	slices, err := readArtifactLogs(path, ids, LogQuery{Tail: 700}) // tasks_status of an archived graph

@@ -260,11 +260,11 @@ func TestSpool_ArchivesFinishedGraphsAndExpires(t *testing.T) {
 	if g, _ := te.db.GetGraph(t.Context(), sub.Graph.ID); g.ExpiredAt == nil {
 		t.Errorf("graph not marked expired")
 	}
-	tail, err := ReadArtifactLog(a.Path, "a", -9, 9)
+	tail, err := readArtifactLog(a.Path, "a", -9, 9)
 	if err != nil || tail.Text != "999\n1000\n" || !tail.EOF {
 		t.Errorf("tail from the artifact = %q, %v", tail.Text, err)
 	}
-	page, err := ReadArtifactLog(a.Path, "a", 0, 4)
+	page, err := readArtifactLog(a.Path, "a", 0, 4)
 	if err != nil || page.Text != "1\n2\n" || page.NextOffset != 4 || page.EOF {
 		t.Errorf("page from the artifact = %+v, %v", page, err)
 	}

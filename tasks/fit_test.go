@@ -261,7 +261,7 @@ func TestExplainPage(t *testing.T) {
 	}
 
 	snap := syntheticGraph(te, 300, func(i int) bool { return i == 150 }, deps)
-	_, whole := Explain(snap)
+	whole := wholeReport(snap)
 	pos := map[string]int{}
 	for i, id := range whole.Order {
 		pos[id] = i
@@ -346,7 +346,7 @@ func TestExplainPage_Dense(t *testing.T) {
 	}
 	checkFits(t, "a later page", r2, limit)
 	n := r2.Nodes[0]
-	_, whole := Explain(snap)
+	whole := wholeReport(snap)
 	full := whole.Nodes[450]
 	if n.ID != "t450" || full.ID != "t450" {
 		t.Fatalf("page starts at %s, want t450", n.ID)

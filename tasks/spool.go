@@ -254,32 +254,6 @@ func (e *Engine) archive(ctx context.Context, snap Snapshot) (store.Artifact, er
 	return store.Artifact{GraphID: graphID, Path: w.Path, Bytes: w.Bytes, SHA256: w.SHA256, CreatedAt: time.Now().UTC()}, nil
 }
 
-// ReadArtifactLog reads up to limit bytes from offset of a task's log inside an artifact
-// (offset < 0: the last -offset bytes). The archive is compressed, so this reads through
-// it up to the slice: it costs in proportion to the offset, unlike a live log.
-func ReadArtifactLog(artifact, taskID string, offset, limit int64) (LogSlice, error) {
-	s := LogSlice{Path: artifact + "#" + archive.LogEntry(taskID), EOF: true} // EOF stays: the task has no log
-	err := archive.ReadLogs(artifact, []string{taskID}, func(_ string, size int64, r io.Reader) error {
-		s.Size = size
-		if offset < 0 {
-			offset = max(size+offset, 0)
-		}
-		offset = min(offset, size)
-		limit = min(limit, MaxLogSlice, size-offset)
-		if _, err := io.CopyN(io.Discard, r, offset); err != nil {
-			return err
-		}
-		buf := make([]byte, limit)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return err
-		}
-		s.Offset, s.Text, s.NextOffset = offset, string(buf), offset+limit
-		s.EOF = s.NextOffset >= size
-		return nil
-	})
-	return s, err
-}
-
 // OpenArtifactLog opens a task's log inside an artifact for reading from its start, and
 // says how long it is. It returns fs.ErrNotExist when the task has no log there.
 func OpenArtifactLog(artifact, taskID string) (io.ReadCloser, int64, error) {

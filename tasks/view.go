@@ -47,24 +47,8 @@ type ReportEdge struct {
 	To   string `json:"to"`
 }
 
-// Explain analyzes a stored graph and returns its View and its whole Report, for a person
-// (the CLI writes it out item by item: see ReportNodeOf).
-func Explain(s Snapshot) (View, Report) {
-	v := dag.Analyze(nodesOf(s))
-	r := Report{GraphID: s.Graph.ID, Name: s.Graph.Name, Status: s.Progress().State(),
-		Nodes: make([]ReportNode, 0, len(v.Nodes)), Edges: make([]ReportEdge, 0, len(v.Edges)),
-		Order: orEmpty(v.Order), Mermaid: &v.Mermaid}
-	for _, n := range v.Nodes {
-		r.Nodes = append(r.Nodes, ReportNodeOf(n))
-	}
-	for _, e := range v.Edges {
-		r.Edges = append(r.Edges, ReportEdge{From: e.From, To: e.To})
-	}
-	return v, r
-}
-
-// AnalyzeGraph is a stored graph's View: Explain without the Report, for a caller that
-// writes the Report out node by node (ReportNodeOf) rather than hold it whole.
+// AnalyzeGraph is a stored graph's View, for a caller that writes the graph's Report out
+// node by node (ReportNodeOf) rather than hold it whole.
 func AnalyzeGraph(s Snapshot) View { return dag.Analyze(nodesOf(s)) }
 
 func nodesOf(s Snapshot) []dag.Node {
@@ -138,7 +122,7 @@ func ExplainPage(s Snapshot, q PageQuery) (Report, error) {
 		full := ReportNodeOf(v.Nodes[i])
 		var edges []ReportEdge
 		for _, e := range v.Edges[edgeStart[i]:edgeStart[i+1]] {
-			edges = append(edges, ReportEdge{From: e.From, To: e.To})
+			edges = append(edges, ReportEdge(e))
 		}
 		it := item{pos: fit.Pos{Rank: rank(t.Status), Seq: t.Seq}}
 		cut := func(n int) int {

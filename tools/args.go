@@ -244,10 +244,6 @@ func fieldNames(t reflect.Type) []string {
 	return names
 }
 
-// argNames lists every argument of an args struct (dst or a pointer to one), sorted,
-// whether or not a call gave it.
-func argNames(dst any) []string { return fieldNames(reflect.TypeOf(dst)) }
-
 // closest is the name most like a mistyped one: the same but for case, one that starts
 // with it or with which it starts ("timeout" for "timeoutMs"), one it abbreviates ("cmd"
 // for "command"), or one a couple of edits away; "" when none is close.

@@ -94,22 +94,6 @@ type Server struct {
 	closed sync.Once
 }
 
-// New resolves the workspace, opens its store, registers this process as a runner and
-// starts the engines. Nothing is written to stdout.
-func New(ctx context.Context, cfg Config) (*Server, error) {
-	s, err := newServer(cfg)
-	if err != nil {
-		return nil, err
-	}
-	a := &openAttempt{done: make(chan struct{}), cancel: func() {}}
-	s.attempt = a
-	s.run(ctx, a, false)
-	if a.err != nil {
-		return nil, a.err
-	}
-	return s, nil
-}
-
 // newServer resolves the workspace and makes the MCP side of a server, which answers
 // initialize and tools/list; open does the rest. A workspace that cannot be used is an
 // error here, before anything is answered.

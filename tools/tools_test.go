@@ -20,6 +20,23 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden tool schemas in testdata/")
 
+// New resolves the workspace, opens its store, registers this process as a runner and
+// starts the engines, all before it returns (Serve opens the store only once the client has
+// its tool list). Nothing is written to stdout. Only tests start a server this way.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	s, err := newServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &openAttempt{done: make(chan struct{}), cancel: func() {}}
+	s.attempt = a
+	s.run(ctx, a, false)
+	if a.err != nil {
+		return nil, a.err
+	}
+	return s, nil
+}
+
 // newTestServer opens a server on a fresh workspace; Close runs at cleanup.
 func newTestServer(t *testing.T, mutate ...func(*Config)) *Server {
 	t.Helper()

@@ -32,7 +32,7 @@ func TestWriteJSONStream_SameAsWriteJSON(t *testing.T) {
 	}
 	for _, n := range []int{0, 1, 7, 300} {
 		snap := graph(n)
-		_, report := tasks.Explain(snap)
+		report := wholeReport(snap)
 		var want, got bytes.Buffer
 		if err := writeJSON(&want, report); err != nil {
 			t.Fatal(err)
@@ -76,3 +76,18 @@ func TestWriteJSONStream_StopsOnWriteError(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+// wholeReport is the Report of `tasks graph --json` held whole, built from the graph's
+// analysis as the tasks engine defines each part, for the streamed output to match.
+func wholeReport(s tasks.Snapshot) tasks.Report {
+	v := tasks.AnalyzeGraph(s)
+	r := tasks.Report{GraphID: s.Graph.ID, Name: s.Graph.Name, Status: s.Progress().State(),
+		Nodes: []tasks.ReportNode{}, Edges: []tasks.ReportEdge{}, Order: v.Order, Mermaid: &v.Mermaid}
+	for _, n := range v.Nodes {
+		r.Nodes = append(r.Nodes, tasks.ReportNodeOf(n))
+	}
+	for _, e := range v.Edges {
+		r.Edges = append(r.Edges, tasks.ReportEdge(e))
+	}
+	return r
+}

@@ -300,7 +300,7 @@ func summaryLine(p palette, d tasks.Detail) string {
 }
 
 // renderStatus is `tasks status`: the graph, a summary and a table of its tasks. nodes are
-// the graph's analysis (tasks.Explain), in the order of d.Tasks, for why pending tasks wait;
+// the graph's analysis (tasks.AnalyzeGraph), in the order of d.Tasks, for why pending tasks wait;
 // slots says what its ready tasks wait for (nil when none does).
 func renderStatus(w io.Writer, p palette, d tasks.Detail, nodes []tasks.NodeView, slots *tasks.SlotWait, now time.Time) error {
 	fmt.Fprintf(w, "graph %s: %s\n", titled(p.paint(sgrBold, d.GraphID), d.Name), paintState(p, d.Status))
@@ -355,7 +355,7 @@ const maxIndent = 24
 // its dependencies on its longest path from the left (where it sits in the run order);
 // under its other dependencies it is only named, "(see above)" or "(see below)". So the
 // output is as long as tasks plus dependencies, and every task is drawn as deep as it is.
-// v is s analysed (tasks.Explain); slots says what its ready tasks wait for (nil: none).
+// v is s analysed (tasks.AnalyzeGraph); slots says what its ready tasks wait for (nil: none).
 func renderTree(w io.Writer, p palette, s tasks.Snapshot, v tasks.View, slots *tasks.SlotWait) error {
 	// Written as it is drawn: a dense graph's tree runs to tens of megabytes (every task
 	// under each of its dependencies), which a person may pipe to less or head.

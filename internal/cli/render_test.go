@@ -21,8 +21,7 @@ func testSnapshot(ts ...tasks.Task) tasks.Snapshot {
 
 // view is s analysed, as `tasks graph` draws it.
 func view(s tasks.Snapshot) tasks.View {
-	v, _ := tasks.Explain(s)
-	return v
+	return tasks.AnalyzeGraph(s)
 }
 
 func testTask(id string, status tasks.State, deps ...string) tasks.Task {
