@@ -21,12 +21,12 @@ import (
 const Module = "github.com/mcp-harness/mcp-harness"
 
 // NoAdapters returns, as a new map a caller may add to, the bans that keep a package free of
-// what only the adapters use: the MCP libraries (tools/ alone speaks MCP; the official SDK
-// is only a second client in tests) and the command-line libraries (the CLI alone parses
-// flags).
+// what only the adapters use: the MCP libraries (the MCP adapter alone speaks MCP; the
+// official SDK is only a second client in tests) and the command-line libraries (the CLI
+// alone parses flags).
 func NoAdapters() map[string]string {
 	return map[string]string{
-		"github.com/mark3labs/mcp-go":            "the MCP adapter (tools/) is the only place that speaks MCP; engines stay usable without it",
+		"github.com/mark3labs/mcp-go":            "only the MCP adapter (tools/ and the protocol and server code it is built on) speaks MCP; engines stay usable without it",
 		"github.com/modelcontextprotocol/go-sdk": "the official MCP SDK is a test client of the adapter; nothing below the adapter speaks MCP",
 		"github.com/spf13/cobra":                 "only the command line (main and its CLI package) parses flags; engines take options, not flags",
 		"github.com/spf13/pflag":                 "only the command line (main and its CLI package) parses flags; engines take options, not flags",
@@ -59,6 +59,7 @@ type Violation struct {
 	Chain  []string // a shortest path of imports from the checked package to Dep
 }
 
+// String is v as a failure message says it, after the name of the checked package.
 func (v Violation) String() string {
 	return fmt.Sprintf("imports %s (%s): banned because %s", v.Dep, strings.Join(v.Chain, " -> "), v.Reason)
 }
