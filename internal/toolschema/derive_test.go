@@ -480,6 +480,7 @@ type conflicts struct {
 	B
 	Shown string `json:"shown"`
 	hidden
+	//lint:ignore SA5008 the tag is one encoding/json refuses, on purpose: the test is what it does then
 	Weird  string `json:"a\"b"`
 	Tagged A      `json:"tagged"`
 	Twice  struct {
