@@ -37,7 +37,7 @@ func ptsPath(master *os.File) string {
 // foreground reports whether a process of the terminal's foreground group is blocked
 // reading the terminal (in read, or in select, poll or epoll with the terminal among
 // what it waits for: the set is read from the process's memory or /proc's fdinfo), and if so which one and what the terminal's modes ask for.
-func (s *session) foreground() (pid int, kind string, ok bool) {
+func (s *session) foreground() (pid int, kind InputKind, ok bool) {
 	if s.pts == "" || s.isClosed() {
 		return 0, "", false
 	}

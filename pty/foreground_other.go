@@ -10,4 +10,4 @@ const foregroundKnown = false
 
 func ptsPath(master *os.File) string { return "" }
 
-func (s *session) foreground() (pid int, kind string, ok bool) { return 0, "", false }
+func (s *session) foreground() (pid int, kind InputKind, ok bool) { return 0, "", false }

@@ -391,7 +391,9 @@ func TestIO_waitingForInput(t *testing.T) {
 	py := python(t)
 	m := newManager(t, Config{})
 	for _, tt := range []struct {
-		command, kind, prompt string
+		command string
+		kind    InputKind
+		prompt  string
 	}{
 		{py + ` -c 'print(input("Name? "))'`, InputLine, "Name?"},
 		{py + ` -c 'import getpass; getpass.getpass("Secret: ")'`, InputPassword, "Secret:"},

@@ -202,7 +202,7 @@ type ReadResult struct {
 	Cursor       int64   // absolute raw offset where it ends (the new read cursor, except after a run: see IO)
 	DroppedBytes int64   // bytes between the requested start and the oldest byte still buffered
 	OmittedBytes int64   // bytes of the (cleaned) text left out by MaxBytes
-	Reason       string  // "matched" | "exited" | "idle" | "timeout" | "prompt" | "input" | "port"
+	Reason       Reason  // why the wait ended: one of Reasons()
 	Exited       bool    // the program has exited and its output has been drained
 	ExitCode     *int    // nil while running or when killed by a signal
 	Signal       *string // e.g. "SIGKILL" when killed by a signal, else nil
@@ -221,27 +221,43 @@ type ReadResult struct {
 
 // InputWanted describes a program blocked reading the terminal.
 type InputWanted struct {
-	Kind   string // InputPassword, InputLine or InputKeys
-	Prompt string // the last non-empty line of output: the question, trimmed
+	Kind   InputKind // InputPassword, InputLine or InputKeys
+	Prompt string    // the last non-empty line of output: the question, trimmed
 }
+
+// InputKind is the kind of input a program waits for, told from the terminal's modes.
+type InputKind string
 
 // Kinds of input a program waits for, from the terminal's modes.
 const (
-	InputPassword = "password" // line mode without echo
-	InputLine     = "line"     // line mode with echo
-	InputKeys     = "keys"     // raw mode: each key as it is pressed
+	InputPassword InputKind = "password" // line mode without echo
+	InputLine     InputKind = "line"     // line mode with echo
+	InputKeys     InputKind = "keys"     // raw mode: each key as it is pressed
 )
+
+// InputKinds returns every InputKind, in the order they are documented, for the adapter's
+// schema enums: a new kind added here reaches the schema without a second list.
+func InputKinds() []InputKind { return []InputKind{InputPassword, InputLine, InputKeys} }
+
+// Reason is why a wait ended, as reported in ReadResult.Reason.
+type Reason string
 
 // Reasons a wait ended, as reported in ReadResult.Reason.
 const (
-	ReasonMatched = "matched"
-	ReasonExited  = "exited"
-	ReasonIdle    = "idle"
-	ReasonTimeout = "timeout"
-	ReasonPrompt  = "prompt" // an integrated shell is back at its prompt
-	ReasonInput   = "input"  // the program waits for input from the terminal
-	ReasonPort    = "port"   // a process of the session listens on WaitPort
+	ReasonMatched Reason = "matched"
+	ReasonExited  Reason = "exited"
+	ReasonIdle    Reason = "idle"
+	ReasonTimeout Reason = "timeout"
+	ReasonPrompt  Reason = "prompt" // an integrated shell is back at its prompt
+	ReasonInput   Reason = "input"  // the program waits for input from the terminal
+	ReasonPort    Reason = "port"   // a process of the session listens on WaitPort
 )
+
+// Reasons returns every Reason, in the order they are documented, for the adapter's
+// schema enums: a new reason added here reaches the schema without a second list.
+func Reasons() []Reason {
+	return []Reason{ReasonMatched, ReasonExited, ReasonIdle, ReasonTimeout, ReasonPrompt, ReasonInput, ReasonPort}
+}
 
 // CloseResult is what Close returns: how the program ended and what it printed that was
 // never read.

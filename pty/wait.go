@@ -54,14 +54,14 @@ type waitSpec struct {
 
 // waitEnd is how a wait ended.
 type waitEnd struct {
-	reason string
+	reason Reason
 	mt     *matcher        // the pattern's cleaned text, when WaitFor was given
 	input  *foregroundRead // the process waiting for input, for reason "input"
 }
 
 type foregroundRead struct {
 	pid  int
-	kind string
+	kind InputKind
 }
 
 // exchange is the body of IO and of Open's first read: write input (or type a run's
@@ -278,7 +278,7 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 		}
 		s.mu.Unlock()
 
-		var reason string
+		var reason Reason
 		var input *foregroundRead
 		switch {
 		case exited:
@@ -388,7 +388,7 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 // shell that is reading its terminal without having sent a mark (no integration: its
 // prompt is all there is to wait for), or nothing. redo says that it learnt the prompt is
 // drawn, which the caller should look at before anything else.
-func (s *session) inputReason(w waitSpec) (reason string, input *foregroundRead, redo bool) {
+func (s *session) inputReason(w waitSpec) (reason Reason, input *foregroundRead, redo bool) {
 	pid, kind, ok := s.foreground()
 	if !ok {
 		return "", nil, false

@@ -528,13 +528,13 @@ func orZero(v *int) int {
 func readToolResult(r pty.ReadResult, clamped, open bool) *mcp.CallToolResult {
 	out := readResult{
 		SessionID: r.SessionID, Pid: r.Pid, Output: r.Output, Since: r.Since, Cursor: r.Cursor,
-		DroppedBytes: r.DroppedBytes, OmittedBytes: r.OmittedBytes, Reason: r.Reason,
+		DroppedBytes: r.DroppedBytes, OmittedBytes: r.OmittedBytes, Reason: string(r.Reason),
 		Exited: r.Exited, ExitCode: r.ExitCode, Signal: r.Signal, Written: r.Written,
 	}
 	if open {
 		out.Integration = &r.Integration
 	}
-	parts := []string{fmt.Sprintf("%s (pid %d)", r.SessionID, r.Pid), r.Reason, exitStatus(r.Exited, r.ExitCode, r.Signal),
+	parts := []string{fmt.Sprintf("%s (pid %d)", r.SessionID, r.Pid), string(r.Reason), exitStatus(r.Exited, r.ExitCode, r.Signal),
 		fmt.Sprintf("bytes %d-%d", r.Since, r.Cursor)}
 	if c := r.Command; c != nil {
 		out.Command = &commandResult{ID: c.ID, Text: c.Text, ExitCode: c.ExitCode, Cwd: c.Cwd,
@@ -542,7 +542,7 @@ func readToolResult(r pty.ReadResult, clamped, open bool) *mcp.CallToolResult {
 		parts = append(parts, commandStatus(*c))
 	}
 	if w := r.WaitingForInput; w != nil {
-		out.WaitingForInput = &inputWanted{Kind: w.Kind, Prompt: w.Prompt}
+		out.WaitingForInput = &inputWanted{Kind: string(w.Kind), Prompt: w.Prompt}
 		parts = append(parts, fmt.Sprintf("waits for %s input at %q: answer with input (or keys C-c)", w.Kind, w.Prompt))
 	}
 	if r.Written > 0 {
