@@ -38,7 +38,7 @@ func BenchmarkThroughput(b *testing.B) {
 			}
 			<-s.exitDone
 			s.mu.Lock()
-			got := s.ring.end
+			got := s.ring.End()
 			s.mu.Unlock()
 			if got != n {
 				b.Fatalf("session saw %d bytes, want %d", got, n)

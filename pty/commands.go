@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/pty/ring"
 )
 
 // maxHistory is how many finished commands a session remembers.
@@ -65,7 +67,7 @@ type shellState struct {
 }
 
 // onMark applies one mark; at is the offset in the stream where it was, r the output.
-func (st *shellState) onMark(m mark, at int64, now time.Time, r *ring) {
+func (st *shellState) onMark(m mark, at int64, now time.Time, r *ring.Buffer) {
 	st.marks = true
 	switch m.kind {
 	case 'A':
@@ -123,7 +125,7 @@ func (st *shellState) newCommand(writeAt int64, now time.Time) *command {
 }
 
 // finish ends the current command at a prompt that started at promptAt.
-func (st *shellState) finish(promptAt int64, r *ring) {
+func (st *shellState) finish(promptAt int64, r *ring.Buffer) {
 	c := st.cur
 	st.cur = nil
 	end, endTime := promptAt, time.Now()
@@ -201,7 +203,7 @@ func (st *shellState) waitsAtPrompt() bool { return st.marks && st.atPrompt && s
 
 // find returns a copy of command id with its figures as of now, ok false if the session
 // has forgotten it.
-func (st *shellState) find(id int, r *ring, now time.Time) (Command, bool) {
+func (st *shellState) find(id int, r *ring.Buffer, now time.Time) (Command, bool) {
 	if c := st.cur; c != nil && c.ID == id {
 		return st.snapshot(r, now), true
 	}
@@ -217,11 +219,11 @@ func (st *shellState) find(id int, r *ring, now time.Time) (Command, bool) {
 }
 
 // snapshot is the current command as a caller sees it: output so far, time so far.
-func (st *shellState) snapshot(r *ring, now time.Time) Command {
+func (st *shellState) snapshot(r *ring.Buffer, now time.Time) Command {
 	c := st.cur
 	out := c.Command
-	out.Cursor = r.end
-	out.Since = c.outputStart(r, r.end)
+	out.Cursor = r.End()
+	out.Since = c.outputStart(r, r.End())
 	out.Duration = max(now.Sub(c.StartedAt), 0)
 	if c.ended {
 		out.ExitCode = c.code
@@ -231,7 +233,7 @@ func (st *shellState) snapshot(r *ring, now time.Time) Command {
 }
 
 // last returns the newest command: the current one, or else the last finished one.
-func (st *shellState) last(r *ring, now time.Time) (Command, bool) {
+func (st *shellState) last(r *ring.Buffer, now time.Time) (Command, bool) {
 	if st.cur != nil {
 		return st.snapshot(r, now), true
 	}
@@ -245,7 +247,7 @@ func (st *shellState) last(r *ring, now time.Time) (Command, bool) {
 // without one after the terminal's echo of the typed line, which ends at the first line
 // break after the offset it was typed at. Until the echo has arrived, that is the end of
 // the output so far (end). Once found it is kept.
-func (c *command) outputStart(r *ring, end int64) int64 {
+func (c *command) outputStart(r *ring.Buffer, end int64) int64 {
 	if c.Since >= 0 || c.writeAt < 0 {
 		if c.Since < 0 {
 			return end
@@ -253,7 +255,7 @@ func (c *command) outputStart(r *ring, end int64) int64 {
 		return c.Since
 	}
 	const window = 64 << 10 // an echo is a few command lines
-	data, from := r.appendRange(nil, c.writeAt, min(end, c.writeAt+window))
+	data, from := r.AppendRange(nil, c.writeAt, min(end, c.writeAt+window))
 	k := 0
 	for n := max(c.lines, 1); n > 0; n-- {
 		i := bytes.IndexByte(data[k:], '\n')
@@ -269,9 +271,9 @@ func (c *command) outputStart(r *ring, end int64) int64 {
 // blankTail returns where a finished command's output ends: at end, or before a last
 // line that shows nothing (blanks after the last line break), which is the shell's, not
 // the command's: zsh's PROMPT_SP pads a partial last line and returns before its prompt.
-func blankTail(r *ring, since, end int64) int64 {
+func blankTail(r *ring.Buffer, since, end int64) int64 {
 	const window = 4 << 10 // PROMPT_SP's padding is one terminal line
-	data, from := r.appendRange(nil, max(since, end-window), end)
+	data, from := r.AppendRange(nil, max(since, end-window), end)
 	i := bytes.LastIndexByte(data, '\n')
 	if i < 0 && from > since {
 		return end // the last line is longer than the window: not padding
@@ -283,11 +285,11 @@ func blankTail(r *ring, since, end int64) int64 {
 }
 
 // echoText is the cleaned text of [from, to) of the output: a command line as echoed.
-func echoText(r *ring, from, to int64) string {
+func echoText(r *ring.Buffer, from, to int64) string {
 	if to-from > 64<<10 {
 		return ""
 	}
-	data, _ := r.appendRange(nil, from, to)
+	data, _ := r.AppendRange(nil, from, to)
 	return clip(strings.TrimSpace(Clean(data)))
 }
 

@@ -86,7 +86,7 @@ type exchangeStart struct {
 func (s *session) beginExchange(op string, in Input, ro readOpts, opening bool) (exchangeStart, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := exchangeStart{start: s.cursor, end: s.ring.end}
+	b := exchangeStart{start: s.cursor, end: s.ring.End()}
 	if s.sh.cur != nil {
 		b.running = s.sh.cur.ID
 	}
@@ -104,7 +104,7 @@ func (s *session) beginExchange(op string, in Input, ro readOpts, opening bool) 
 		// Recorded by prepareRun, once the shell is at its prompt.
 	case len(in.Data) > 0:
 		b.paste = in.Paste && s.sh.paste
-		s.sh.typedLine(in.Data, b.paste, s.ring.end, time.Now())
+		s.sh.typedLine(in.Data, b.paste, s.ring.End(), time.Now())
 	case ro.since == nil && !opening:
 		// A read after a run that returned before its command finished goes on
 		// waiting for that command.
@@ -156,7 +156,7 @@ func (s *session) writeInput(ctx context.Context, op string, input []byte, run *
 func (s *session) collectResult(res ReadResult, b exchangeStart, w waitSpec, we waitEnd, ro readOpts) ReadResult {
 	s.mu.Lock()
 	now := time.Now()
-	end := s.ring.end
+	end := s.ring.End()
 	var cmd *Command
 	if w.cmd != 0 {
 		if c, ok := s.sh.find(w.cmd, &s.ring, now); ok {
@@ -172,7 +172,7 @@ func (s *session) collectResult(res ReadResult, b exchangeStart, w waitSpec, we 
 		if cmd.Done {
 			to = cmd.Cursor
 		}
-		from = max(want, s.ring.start())
+		from = max(want, s.ring.Start())
 		to = max(to, from)
 		if cmd.Done {
 			if s.openRun == cmd.ID {
@@ -183,7 +183,7 @@ func (s *session) collectResult(res ReadResult, b exchangeStart, w waitSpec, we 
 		}
 	} else {
 		want = b.start
-		from = max(b.start, s.ring.start())
+		from = max(b.start, s.ring.Start())
 		to = end
 		if c, ok := s.sh.last(&s.ring, now); ok && (!c.Done || c.Cursor > b.start || c.ID == b.running) {
 			cmd = &c // running, or finished during this call or within what it returns

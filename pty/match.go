@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/pty/ring"
 )
 
 // matchWindow bounds how far back a WaitFor pass looks: each pass runs the pattern over
@@ -121,9 +123,9 @@ func dropBeginText(re *syntax.Regexp) bool {
 // caller passes the end of the output as it was when its pass began: a program that
 // writes faster than the matcher cleans would otherwise keep the pass from ever ending,
 // and the wait from ever looking at its deadline.
-func (mt *matcher) load(r *ring, start, upTo int64) bool {
-	mt.seen = r.end
-	oldest := max(start, r.start())
+func (mt *matcher) load(r *ring.Buffer, start, upTo int64) bool {
+	mt.seen = r.End()
+	oldest := max(start, r.Start())
 	if mt.from < 0 || mt.next < oldest {
 		// The first load, or output the matcher never cleaned is gone: start over at
 		// the oldest byte held, as the call's text will.
@@ -139,8 +141,8 @@ func (mt *matcher) load(r *ring, start, upTo int64) bool {
 	if mt.from < oldest {
 		mt.slid = true // the text's start is no longer the call's: \A cannot match there
 	}
-	upTo = min(upTo, r.end)
-	mt.pending, _ = r.appendRange(mt.pending[:0], mt.next, min(upTo, mt.next+readChunk))
+	upTo = min(upTo, r.End())
+	mt.pending, _ = r.AppendRange(mt.pending[:0], mt.next, min(upTo, mt.next+readChunk))
 	mt.next += int64(len(mt.pending))
 	return mt.next < upTo
 }

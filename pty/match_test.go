@@ -6,6 +6,8 @@ import (
 	"regexp/syntax"
 	"strings"
 	"testing"
+
+	"github.com/mcp-harness/mcp-harness/pty/ring"
 )
 
 // matchPatterns are WaitFor patterns whose shortest match is short, with the anchors and
@@ -47,13 +49,13 @@ func FuzzMatcherWindow(f *testing.F) {
 		// pattern in matchPatterns: the matcher promises no more than that (a match
 		// longer than its window may be missed, as documented for 64 KiB).
 		mt.span = 8 + int(span)%32
-		r := newRing(1 << 20)
+		r := ring.New(1 << 20)
 		for i := 0; i < len(data); i += n {
-			r.write(data[i:min(i+n, len(data))])
+			r.Write(data[i:min(i+n, len(data))])
 			want := re.Match(cleanBytes(data[:min(i+n, len(data))]))
 			var got bool
 			for more := true; more; {
-				more = mt.load(&r, 0, r.end)
+				more = mt.load(&r, 0, r.End())
 				got = mt.check(!more)
 			}
 			if got != want {
@@ -71,13 +73,13 @@ func FuzzMatcherWindow(f *testing.F) {
 func TestMatcher_BoundedText(t *testing.T) {
 	re := regexp.MustCompile(`(?m)^DONE$`)
 	mt := newMatcher(re, DefaultMaxBytes)
-	r := newRing(64 << 20)
+	r := ring.New(64 << 20)
 	line := strings.Repeat("x", 79) + "\r\n"
 	for i := range 200_000 { // 16 MB
 		fmt.Fprint(&ringWriter{&r}, line)
 		if i%1000 == 0 {
 			for more := true; more; {
-				more = mt.load(&r, 0, r.end)
+				more = mt.load(&r, 0, r.End())
 				if mt.check(!more) {
 					t.Fatalf("matched before DONE")
 				}
@@ -87,7 +89,7 @@ func TestMatcher_BoundedText(t *testing.T) {
 	fmt.Fprint(&ringWriter{&r}, "DONE\r\n")
 	matched := false
 	for more := true; more; {
-		more = mt.load(&r, 0, r.end)
+		more = mt.load(&r, 0, r.End())
 		matched = mt.check(!more)
 	}
 	if !matched {

@@ -21,14 +21,14 @@ const readChunk = 64 << 10
 // range, and the lock is held only while a chunk is copied, never while it is cleaned:
 // the reader goroutine is not held up.
 func (s *session) outputText(from, to int64, maxBytes int, raw, hint bool) (string, int64, int64) {
-	from = min(to, max(from, s.ring.start()))
+	from = min(to, max(from, s.ring.Start()))
 	if raw {
 		return s.rawText(from, to, maxBytes, hint)
 	}
 	k := newCapCleaner(maxBytes, int(to-from))
 	buf := make([]byte, 0, min(to-from, readChunk))
 	for pos := from; ; {
-		buf, _ = s.ring.appendRange(buf[:0], pos, min(to, pos+readChunk))
+		buf, _ = s.ring.AppendRange(buf[:0], pos, min(to, pos+readChunk))
 		s.mu.Unlock()
 		k.write(buf)
 		pos += int64(len(buf))
@@ -36,7 +36,7 @@ func (s *session) outputText(from, to int64, maxBytes int, raw, hint bool) (stri
 			break
 		}
 		s.mu.Lock()
-		if oldest := s.ring.start(); pos < oldest {
+		if oldest := s.ring.Start(); pos < oldest {
 			// Overwritten before it was read: what is gone would leave a hole.
 			from, pos = min(to, oldest), min(to, oldest)
 			k.reset()
@@ -54,13 +54,13 @@ func (s *session) rawText(from, to int64, maxBytes int, hint bool) (string, int6
 	}
 	keepHead, keepTail := int64(maxBytes/4+utf8.UTFMax), int64(maxBytes)
 	if to-from <= keepHead+keepTail {
-		data, _ := s.ring.appendRange(nil, from, to)
+		data, _ := s.ring.AppendRange(nil, from, to)
 		s.mu.Unlock()
 		text, omitted := capText(data, maxBytes, sinceOf)
 		return text, omitted, from
 	}
-	data, _ := s.ring.appendRange(make([]byte, 0, keepHead+keepTail), from, from+keepHead)
-	data, _ = s.ring.appendRange(data, to-keepTail, to)
+	data, _ := s.ring.AppendRange(make([]byte, 0, keepHead+keepTail), from, from+keepHead)
+	data, _ = s.ring.AppendRange(data, to-keepTail, to)
 	s.mu.Unlock()
 	text, omitted := capGap(data, to-from-keepHead-keepTail, maxBytes, sinceOf)
 	return text, omitted, from

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcp-harness/mcp-harness/pty/ring"
 )
 
 // scanAnswers scans p in pieces split at the given offsets and returns what the queries
@@ -86,13 +87,13 @@ func TestScanner_state(t *testing.T) {
 // lineSkipOf scans p as a session's output and returns where the emulator could skip to
 // at its end.
 func lineSkipOf(p []byte, cols, rows int) (int64, bool) {
-	s := &session{ring: newRing(DefaultBufferSize), cols: cols, rows: rows}
+	s := &session{ring: ring.New(DefaultBufferSize), cols: cols, rows: rows}
 	tm := newTerm(s, cols, rows)
-	s.ring.write(p)
+	s.ring.Write(p)
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	tm.scanAll()
-	return tm.lineSkip(s.ring.end)
+	return tm.lineSkip(s.ring.End())
 }
 
 func TestTerm_lineSkip(t *testing.T) {
@@ -204,7 +205,7 @@ func TestTerm_skipMatchesReplay(t *testing.T) {
 
 			// Snapshots at a few places, anywhere (inside a sequence too), so that skips
 			// start from an emulator in any state.
-			s := &session{ring: newRing(DefaultBufferSize), cols: cols, rows: rows}
+			s := &session{ring: ring.New(DefaultBufferSize), cols: cols, rows: rows}
 			tm := newTerm(s, cols, rows)
 			full := newEmulator(cols, rows)
 			data := out.Bytes()
@@ -212,20 +213,20 @@ func TestTerm_skipMatchesReplay(t *testing.T) {
 			slices.Sort(cuts)
 			prev := 0
 			for i, cut := range cuts {
-				s.ring.write(data[prev:cut])
+				s.ring.Write(data[prev:cut])
 				full.Write(data[prev:cut])
 				prev = cut
 				if i == 1 { // a resize between reads: what follows is drawn at the new size
 					cols, rows = 40+r.IntN(60), 10+r.IntN(20)
-					tm.resized(s.ring.end, cols, rows)
+					tm.resized(s.ring.End(), cols, rows)
 					full.Resize(cols, rows)
 				}
-				got, ok := tm.snapshot(s.ring.end)
+				got, ok := tm.snapshot(s.ring.End())
 				if !ok {
 					t.Fatal("no screen")
 				}
-				if tm.fed != s.ring.end {
-					t.Fatalf("fed %d, want the end %d", tm.fed, s.ring.end)
+				if tm.fed != s.ring.End() {
+					t.Fatalf("fed %d, want the end %d", tm.fed, s.ring.End())
 				}
 				row, col := full.Cursor()
 				want := &Screen{Cols: cols, Rows: rows, Lines: full.Lines(nil), CursorRow: row, CursorCol: col, AltScreen: full.AltScreen(), Title: full.Title()}
@@ -287,9 +288,9 @@ func TestScanner_rowsMatchReference(t *testing.T) {
 // A flood of queries queues a bounded number of answers: scanning waits for them to go
 // out, the rest of the output waits in the ring.
 func TestTerm_PendingBounded(t *testing.T) {
-	s := &session{ring: newRing(DefaultBufferSize), cols: 80, rows: 24}
+	s := &session{ring: ring.New(DefaultBufferSize), cols: 80, rows: 24}
 	tm := newTerm(s, 80, 24)
-	s.ring.write(bytes.Repeat([]byte("\x1b[c"), 1<<20))
+	s.ring.Write(bytes.Repeat([]byte("\x1b[c"), 1<<20))
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	found, full := tm.scanAll()
@@ -299,8 +300,8 @@ func TestTerm_PendingBounded(t *testing.T) {
 	if n, bound := len(tm.pending), maxPending+(64<<10)/3+1; n > bound {
 		t.Errorf("%d answers queued, want at most %d", n, bound)
 	}
-	if tm.sc.pos >= s.ring.end {
-		t.Errorf("scanned all %d bytes past the bound", s.ring.end)
+	if tm.sc.pos >= s.ring.End() {
+		t.Errorf("scanned all %d bytes past the bound", s.ring.End())
 	}
 	tm.pending = nil // as if sent
 	if _, full := tm.scanAll(); !full {

@@ -259,7 +259,7 @@ func (t *term) scanTo(stop int64, drop bool) (found, full bool) {
 			return found, true
 		}
 		t.s.mu.Lock()
-		end, start := t.s.ring.end, t.s.ring.start()
+		end, start := t.s.ring.End(), t.s.ring.Start()
 		t.evMu.Lock()
 		end = min(end, stop)
 		limit := end
@@ -271,7 +271,7 @@ func (t *term) scanTo(stop int64, drop bool) (found, full bool) {
 			t.sc.gap(start) // what was not scanned in time is gone: its queries too
 		}
 		limit = min(limit, t.sc.pos+64<<10)
-		t.buf, _ = t.s.ring.appendRange(t.buf[:0], t.sc.pos, limit)
+		t.buf, _ = t.s.ring.AppendRange(t.buf[:0], t.sc.pos, limit)
 		t.s.mu.Unlock()
 		if len(t.buf) > 0 {
 			found = true
@@ -347,8 +347,8 @@ func (t *term) feed(stop int64) int64 {
 		return 0
 	}
 	t.s.mu.Lock()
-	start := t.s.ring.start()
-	t.buf, _ = t.s.ring.appendRange(t.buf[:0], t.fed, stop)
+	start := t.s.ring.Start()
+	t.buf, _ = t.s.ring.AppendRange(t.buf[:0], t.fed, stop)
 	t.s.mu.Unlock()
 	if t.fed < start {
 		// Fell out of the ring before it was parsed: go on where the output is whole.
@@ -419,9 +419,9 @@ func (t *term) rowStart(span rowSpan) (int64, bool) {
 	for {
 		lo := max(span.from, span.to-w)
 		t.s.mu.Lock()
-		oldest := t.s.ring.start()
+		oldest := t.s.ring.Start()
 		lo = max(lo, oldest)
-		t.win, _ = t.s.ring.appendRange(t.win[:0], lo, span.to)
+		t.win, _ = t.s.ring.AppendRange(t.win[:0], lo, span.to)
 		t.s.mu.Unlock()
 		data, base := t.win, lo
 		if lo > span.from {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/pty/ring"
 )
 
 // BenchmarkScreenBulk drains 20 MB of scrolling text (80-column lines) through a
@@ -52,7 +54,7 @@ func BenchmarkScreenBulk(b *testing.B) {
 		cpu = cpuTime() - cpu0
 		if on {
 			t1 := time.Now()
-			scr, _ := s.term.snapshot(s.ring.end)
+			scr, _ := s.term.snapshot(s.ring.End())
 			snapshot = time.Since(t1)
 			if scr == nil || scr.Lines[DefaultRows-2] != strings.TrimSpace(line) {
 				b.Fatalf("screen after the bulk: %v", scr)
@@ -146,15 +148,15 @@ func BenchmarkScreenSnapshot(b *testing.B) {
 	for _, size := range [][2]int{{120, 40}, {300, 100}} {
 		cols, rows := size[0], size[1]
 		b.Run(fmt.Sprintf("%dx%d", cols, rows), func(b *testing.B) {
-			s := &session{ring: newRing(DefaultBufferSize), cols: cols, rows: rows}
+			s := &session{ring: ring.New(DefaultBufferSize), cols: cols, rows: rows}
 			tm := newTerm(s, cols, rows)
 			for i := range rows {
 				fmt.Fprintf(&ringWriter{&s.ring}, "\x1b[3%dmrow %d %s\x1b[m 日本語\r\n", i%8, i, strings.Repeat("x", cols-20))
 			}
-			tm.snapshot(s.ring.end)
+			tm.snapshot(s.ring.End())
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, ok := tm.snapshot(s.ring.end); !ok {
+				if _, ok := tm.snapshot(s.ring.End()); !ok {
 					b.Fatal("no screen")
 				}
 			}
@@ -162,9 +164,9 @@ func BenchmarkScreenSnapshot(b *testing.B) {
 	}
 }
 
-type ringWriter struct{ r *ring }
+type ringWriter struct{ r *ring.Buffer }
 
-func (w *ringWriter) Write(p []byte) (int, error) { w.r.write(p); return len(p), nil }
+func (w *ringWriter) Write(p []byte) (int, error) { w.r.Write(p); return len(p), nil }
 
 // BenchmarkTermMemory reports the memory a session's terminal side keeps (scanner and
 // emulator, after both screens were used), as retained-B: the heap growth per terminal

@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	creackpty "github.com/creack/pty"
+
+	"github.com/mcp-harness/mcp-harness/pty/ring"
 )
 
 // session is one program under one terminal. The fields above mu never change after
@@ -42,7 +44,7 @@ type session struct {
 	exitDone   chan struct{} // closed when the exit is published (status set, output drained)
 
 	mu           sync.Mutex
-	ring         ring
+	ring         ring.Buffer
 	cursor       int64 // the read cursor: where a read without Since starts
 	cols, rows   int
 	lastOutput   time.Time
@@ -128,7 +130,7 @@ func (m *Manager) start(id string, seq int, o OpenOptions) (*session, error) {
 		wsem:       make(chan struct{}, 1),
 		readerDone: make(chan struct{}),
 		exitDone:   make(chan struct{}),
-		ring:       newRing(m.cfg.BufferSize),
+		ring:       ring.New(m.cfg.BufferSize),
 		cols:       o.Cols, rows: o.Rows,
 		lastActivity: now,
 		pts:          ptsPath(master),
@@ -263,9 +265,9 @@ type outputSink struct {
 	now time.Time
 }
 
-func (o outputSink) output(p []byte) { o.s.ring.write(p) }
+func (o outputSink) output(p []byte) { o.s.ring.Write(p) }
 func (o outputSink) mark(m mark) {
-	o.s.sh.onMark(m, o.s.ring.end, o.now, &o.s.ring)
+	o.s.sh.onMark(m, o.s.ring.End(), o.now, &o.s.ring)
 	o.s.marked = true
 }
 func (o outputSink) pasteMode(on bool) { o.s.sh.paste = on }
@@ -359,7 +361,7 @@ func (s *session) resize(cols, rows int) error {
 	}
 	s.mu.Lock()
 	s.cols, s.rows = cols, rows
-	s.term.resized(s.ring.end, cols, rows)
+	s.term.resized(s.ring.End(), cols, rows)
 	s.mu.Unlock()
 	return nil
 }
@@ -414,6 +416,6 @@ func (s *session) info() Info {
 		Pid: s.pid, Cols: s.cols, Rows: s.rows,
 		StartedAt: s.startedAt, LastActivityAt: s.lastActivity,
 		Exited: s.status.exited, ExitCode: s.status.code, Signal: s.status.signal,
-		UnreadBytes: s.ring.end - max(s.cursor, s.ring.start()),
+		UnreadBytes: s.ring.End() - max(s.cursor, s.ring.Start()),
 	}
 }

@@ -272,7 +272,7 @@ func TestManager_IO_droppedBytes(t *testing.T) {
 	}
 	s, _ := m.get("test", res.SessionID)
 	s.mu.Lock()
-	held := s.ring.held()
+	held := s.ring.Held()
 	s.mu.Unlock()
 	if held != size {
 		t.Errorf("ring holds %d bytes, want %d", held, size)
@@ -404,7 +404,7 @@ func TestManager_Close_output(t *testing.T) {
 	eventually(t, "all the output to be buffered", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.ring.end == total
+		return s.ring.End() == total
 	})
 	cr, err := m.Close(t.Context(), res.SessionID, syscall.SIGTERM, waitLong)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/quote"
+	"github.com/mcp-harness/mcp-harness/pty/ring"
 )
 
 // checkRange refuses End and WaitPort values that cannot be met.
@@ -84,7 +85,7 @@ func (s *session) prepareRun(ctx context.Context, op, text string, deadline time
 				// terminal's line mode).
 				data = append([]byte{0x15}, data...)
 			}
-			c := s.sh.startRun(text, s.ring.end, now)
+			c := s.sh.startRun(text, s.ring.End(), now)
 			s.mu.Unlock()
 			return data, c, nil
 		}
@@ -149,7 +150,7 @@ func pasteBytes(text []byte) []byte {
 // reread returns exactly the bytes [Since, End) and waits for nothing.
 func (s *session) reread(op string, ro readOpts, res ReadResult) (ReadResult, error) {
 	s.mu.Lock()
-	end := s.ring.end
+	end := s.ring.End()
 	if *ro.end > end {
 		s.mu.Unlock()
 		return res, invalidf(op, "end %d is past the end of session %s's output (%d)", *ro.end, s.id, end)
@@ -175,8 +176,8 @@ func (s *session) reread(op string, ro readOpts, res ReadResult) (ReadResult, er
 
 // promptLine is the question a program waiting for input asks: the last non-empty line
 // of the output, trimmed. The caller holds the session lock.
-func promptLine(r *ring) string {
-	data, _ := r.appendRange(nil, r.end-4096, r.end)
+func promptLine(r *ring.Buffer) string {
+	data, _ := r.AppendRange(nil, r.End()-4096, r.End())
 	lines := strings.Split(Clean(data), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" {

@@ -89,7 +89,7 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 	for first := true; ; first = false {
 		now := time.Now()
 		s.mu.Lock()
-		end := s.ring.end
+		end := s.ring.End()
 		exited := s.status.exited
 		last, lastWrite := s.lastOutput, s.lastWrite
 		ready := s.sh.promptReady(last, now)
@@ -175,7 +175,7 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 			// spaced out to spare the CPU, the answer must not depend on it.
 			due := reason != "" || !now.Before(mt.nextCheck)
 			s.mu.Lock()
-			upTo := s.ring.end
+			upTo := s.ring.End()
 			s.mu.Unlock()
 			for more := true; more; {
 				s.mu.Lock()

@@ -1,4 +1,4 @@
-package pty
+package ring
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 // last size bytes are kept.
 func TestRing(t *testing.T) {
 	for _, size := range []int{1, 7, 4096, 10000, 2*ringBlock + 1000} {
-		r := newRing(size)
+		r := New(size)
 		var stream []byte
 		rng := rand.New(rand.NewPCG(1, uint64(size)))
 		for i := range 300 {
@@ -19,17 +19,17 @@ func TestRing(t *testing.T) {
 			for j := range p {
 				p[j] = byte(i + j)
 			}
-			r.write(p)
+			r.Write(p)
 			stream = append(stream, p...)
 			if r.end != int64(len(stream)) {
 				t.Fatalf("size %d: end = %d, want %d", size, r.end, len(stream))
 			}
-			if held := r.held(); held > size || held > len(stream)+ringBlock {
+			if held := r.Held(); held > size || held > len(stream)+ringBlock {
 				t.Fatalf("size %d: %d bytes held after %d written, want at most the size and a block more than written", size, held, len(stream))
 			}
 			wantStart := max(0, len(stream)-size)
 			for _, off := range []int64{0, int64(wantStart), r.end - 1, r.end, int64(rng.IntN(len(stream) + 1))} {
-				got, from := r.appendFrom(nil, off)
+				got, from := r.AppendFrom(nil, off)
 				wantFrom := min(max(off, int64(wantStart)), r.end)
 				if from != wantFrom || !bytes.Equal(got, stream[wantFrom:]) {
 					t.Fatalf("size %d: appendFrom(%d) = %d bytes from %d, want %d bytes from %d", size, off, len(got), from, len(stream)-int(wantFrom), wantFrom)
@@ -42,13 +42,13 @@ func TestRing(t *testing.T) {
 // A first write longer than the ring lands past blocks the ring has not made yet: the
 // ring keeps its last size bytes, as any write longer than the ring does.
 func TestRing_FirstWriteLongerThanRing(t *testing.T) {
-	r := newRing(2*ringBlock + 1000)
+	r := New(2*ringBlock + 1000)
 	p := make([]byte, 4*ringBlock)
 	for i := range p {
 		p[i] = byte(i % 251)
 	}
-	r.write(p)
-	got, from := r.appendFrom(nil, 0)
+	r.Write(p)
+	got, from := r.AppendFrom(nil, 0)
 	if from != int64(len(p)-r.size) || !bytes.Equal(got, p[len(p)-r.size:]) {
 		t.Fatalf("held %d bytes from %d, want the last %d bytes of the write", len(got), from, r.size)
 	}
