@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/pty/clean"
 	"github.com/mcp-harness/mcp-harness/pty/ring"
 )
 
@@ -172,7 +173,7 @@ func (st *shellState) typedLine(data []byte, paste bool, at int64, now time.Time
 		return // an empty Enter: the shell shows a new prompt and runs nothing
 	}
 	c := st.newCommand(at, now)
-	c.Text = clip(strings.TrimSpace(Clean(line)))
+	c.Text = clip(strings.TrimSpace(clean.Text(line)))
 	c.Cwd = st.cwd
 	if !paste {
 		c.lines = bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r")) - bytes.Count(data, []byte("\r\n"))
@@ -278,7 +279,7 @@ func blankTail(r *ring.Buffer, since, end int64) int64 {
 	if i < 0 && from > since {
 		return end // the last line is longer than the window: not padding
 	}
-	if strings.TrimSpace(Clean(data[i+1:])) != "" {
+	if strings.TrimSpace(clean.Text(data[i+1:])) != "" {
 		return end
 	}
 	return from + int64(i) + 1
@@ -290,7 +291,7 @@ func echoText(r *ring.Buffer, from, to int64) string {
 		return ""
 	}
 	data, _ := r.AppendRange(nil, from, to)
-	return clip(strings.TrimSpace(Clean(data)))
+	return clip(strings.TrimSpace(clean.Text(data)))
 }
 
 func clip(s string) string {

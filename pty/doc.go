@@ -25,7 +25,7 @@
 //     terminal reported the end of output or, when a background grandchild still holds
 //     the terminal open, 200ms passed. The exit status is published only then, so Exited
 //     never comes with output still in flight.
-//   - WaitFor always sees cleaned text (see Clean), also when Raw is set, so one pattern
+//   - WaitFor always sees cleaned text (see clean.Text), also when Raw is set, so one pattern
 //     works for both. The tty echoes typed input, so anchor patterns (`(?m)^42$`) when
 //     the input itself would match.
 //   - The write shares the call's Timeout. A write the program does not take is given up

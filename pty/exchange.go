@@ -198,10 +198,10 @@ func (s *session) collectResult(res ReadResult, b exchangeStart, w waitSpec, we 
 	if we.input != nil {
 		res.WaitingForInput = &InputWanted{Kind: we.input.kind, Prompt: promptLine(&s.ring)}
 	}
-	if mt := we.mt; mt != nil && !ro.raw && mt.from == from && mt.next == to {
+	if mt := we.mt; mt != nil && !ro.raw && mt.Covers(from, to) {
 		s.mu.Unlock()
 		// Already cleaned while waiting.
-		res.Output, res.OmittedBytes = mt.k.text(from, true)
+		res.Output, res.OmittedBytes = mt.Text(from)
 	} else {
 		res.Output, res.OmittedBytes, from = s.outputText(from, to, ro.maxBytes, ro.raw, true) // releases s.mu
 	}

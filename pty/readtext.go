@@ -1,6 +1,10 @@
 package pty
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/mcp-harness/mcp-harness/pty/clean"
+)
 
 // readChunk is how much output a read copies out of the ring at a time to clean it. A
 // read returns at most MaxReadBytes of up to a whole ring of output; copying the range
@@ -9,7 +13,7 @@ import "unicode/utf8"
 const readChunk = 64 << 10
 
 // outputText returns the output [from, to) as a read returns it: cleaned (unless raw) and
-// capped at maxBytes, head and tail kept (capText). hint puts the offset to re-read an
+// capped at maxBytes, head and tail kept (clean.Cap). hint puts the offset to re-read an
 // omitted part from in the marker. It returns the text, how many bytes were left out, and
 // the offset the text starts at: from, or later when the program overwrote the start
 // while it was being cleaned (the ring is full and output flows faster than a read
@@ -25,12 +29,12 @@ func (s *session) outputText(from, to int64, maxBytes int, raw, hint bool) (stri
 	if raw {
 		return s.rawText(from, to, maxBytes, hint)
 	}
-	k := newCapCleaner(maxBytes, int(to-from))
+	k := clean.NewCapped(maxBytes, int(to-from))
 	buf := make([]byte, 0, min(to-from, readChunk))
 	for pos := from; ; {
 		buf, _ = s.ring.AppendRange(buf[:0], pos, min(to, pos+readChunk))
 		s.mu.Unlock()
-		k.write(buf)
+		k.Write(buf)
 		pos += int64(len(buf))
 		if pos >= to {
 			break
@@ -39,14 +43,14 @@ func (s *session) outputText(from, to int64, maxBytes int, raw, hint bool) (stri
 		if oldest := s.ring.Start(); pos < oldest {
 			// Overwritten before it was read: what is gone would leave a hole.
 			from, pos = min(to, oldest), min(to, oldest)
-			k.reset()
+			k.Reset()
 		}
 	}
-	text, omitted := k.text(from, hint)
+	text, omitted := k.Text(from, hint)
 	return text, omitted, from
 }
 
-// rawText is outputText for raw output: only the head and tail capText keeps are copied.
+// rawText is outputText for raw output: only the head and tail clean.Cap keeps are copied.
 func (s *session) rawText(from, to int64, maxBytes int, hint bool) (string, int64, int64) {
 	var sinceOf func(h int) int64
 	if hint {
@@ -56,12 +60,12 @@ func (s *session) rawText(from, to int64, maxBytes int, hint bool) (string, int6
 	if to-from <= keepHead+keepTail {
 		data, _ := s.ring.AppendRange(nil, from, to)
 		s.mu.Unlock()
-		text, omitted := capText(data, maxBytes, sinceOf)
+		text, omitted := clean.Cap(data, maxBytes, sinceOf)
 		return text, omitted, from
 	}
 	data, _ := s.ring.AppendRange(make([]byte, 0, keepHead+keepTail), from, from+keepHead)
 	data, _ = s.ring.AppendRange(data, to-keepTail, to)
 	s.mu.Unlock()
-	text, omitted := capGap(data, to-from-keepHead-keepTail, maxBytes, sinceOf)
+	text, omitted := clean.CapGap(data, to-from-keepHead-keepTail, maxBytes, sinceOf)
 	return text, omitted, from
 }

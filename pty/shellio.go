@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/quote"
+	"github.com/mcp-harness/mcp-harness/pty/clean"
 	"github.com/mcp-harness/mcp-harness/pty/ring"
 )
 
@@ -178,7 +179,7 @@ func (s *session) reread(op string, ro readOpts, res ReadResult) (ReadResult, er
 // of the output, trimmed. The caller holds the session lock.
 func promptLine(r *ring.Buffer) string {
 	data, _ := r.AppendRange(nil, r.End()-4096, r.End())
-	lines := strings.Split(Clean(data), "\n")
+	lines := strings.Split(clean.Text(data), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" {
 			return clip(l)

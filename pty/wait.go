@@ -1,12 +1,11 @@
 package pty
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"regexp"
 	"time"
-	"unicode/utf8"
+
+	"github.com/mcp-harness/mcp-harness/pty/clean"
 )
 
 // minWriteTime is the least time a write is given before it gives up on a program that
@@ -52,7 +51,7 @@ type waitSpec struct {
 // waitEnd is how a wait ended.
 type waitEnd struct {
 	reason Reason
-	mt     *matcher        // the pattern's cleaned text, when WaitFor was given
+	mt     *clean.Matcher  // the pattern's cleaned text, when WaitFor was given
 	input  *foregroundRead // the process waiting for input, for reason "input"
 }
 
@@ -65,9 +64,9 @@ type foregroundRead struct {
 // driven by the session's change notifications and one timer; what the kernel knows
 // (a process blocked reading the terminal, a listening port) is asked on that timer.
 func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxBytes int) (waitEnd, error) {
-	var mt *matcher
+	var mt *clean.Matcher
 	if re != nil {
-		mt = newMatcher(re, maxBytes)
+		mt = clean.NewMatcher(re, maxBytes)
 	}
 	s.mu.Lock()
 	s.waiters++
@@ -173,20 +172,20 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 		if mt != nil {
 			// Before any other answer the pattern is always checked: matching may be
 			// spaced out to spare the CPU, the answer must not depend on it.
-			due := reason != "" || !now.Before(mt.nextCheck)
+			due := reason != "" || !now.Before(mt.NextCheck())
 			s.mu.Lock()
 			upTo := s.ring.End()
 			s.mu.Unlock()
 			for more := true; more; {
 				s.mu.Lock()
-				more = mt.load(&s.ring, w.start, upTo)
+				more = mt.Load(&s.ring, w.start, upTo)
 				s.mu.Unlock()
-				if mt.check(due && !more) {
+				if mt.Check(due && !more) {
 					return waitEnd{reason: ReasonMatched, mt: mt}, nil
 				}
 			}
-			if mt.unchecked() && mt.nextCheck.Before(wake) {
-				wake = mt.nextCheck
+			if mt.Unchecked() && mt.NextCheck().Before(wake) {
+				wake = mt.NextCheck()
 			}
 		}
 		if reason != "" {
@@ -257,51 +256,4 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// capText keeps text within max bytes: the head (a quarter, since the end of a terminal's
-// output, with the prompt and the last result, matters most) and the tail, cut at line
-// breaks when one is near and never inside a UTF-8 character, with one short marker
-// between them. sinceOf, when not nil, gives the raw offset to re-read the omitted part
-// from. It returns the text and how many bytes were left out.
-func capText(text []byte, max int, sinceOf func(h int) int64) (string, int64) {
-	return capGap(text, 0, max, sinceOf)
-}
-
-// capGap is capText for a text of which gap bytes after its first at were left out
-// already (cleanCapped): more than max/4 bytes come before the gap and at least max after
-// it, so the cuts fall where capText's would, and the omitted count includes the gap.
-func capGap(text []byte, gap int64, max int, sinceOf func(h int) int64) (string, int64) {
-	if gap == 0 && len(text) <= max {
-		return string(text), 0
-	}
-	headMax := max / 4
-	tailMax := max - headMax
-	h := headMax
-	if i := bytes.LastIndexByte(text[:h], '\n'); i >= 0 && i+1 >= h/2 {
-		h = i + 1
-	} else {
-		for h > 0 && !utf8.RuneStart(text[h]) {
-			h--
-		}
-	}
-	t := len(text) - tailMax
-	if i := bytes.IndexByte(text[t:], '\n'); i >= 0 && i < tailMax/2 {
-		t += i + 1
-	} else {
-		for t < len(text) && !utf8.RuneStart(text[t]) {
-			t++
-		}
-	}
-	omitted := int64(t-h) + gap
-	var marker string
-	if sinceOf != nil {
-		marker = fmt.Sprintf("[... %d bytes omitted; re-read them with since=%d ...]\n", omitted, sinceOf(h))
-	} else {
-		marker = fmt.Sprintf("[... %d bytes omitted ...]\n", omitted)
-	}
-	if h > 0 && text[h-1] != '\n' {
-		marker = "\n" + marker
-	}
-	return string(text[:h]) + marker + string(text[t:]), omitted
 }

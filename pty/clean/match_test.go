@@ -1,4 +1,4 @@
-package pty
+package clean
 
 import (
 	"fmt"
@@ -44,7 +44,7 @@ func FuzzMatcherWindow(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, chunk, pat, span uint8) {
 		re := regexp.MustCompile(matchPatterns[int(pat)%len(matchPatterns)])
 		n := 1 + int(chunk)%16
-		mt := newMatcher(re, 64)
+		mt := NewMatcher(re, 64)
 		// The window is at least 8 bytes, longer than the shortest match of every
 		// pattern in matchPatterns: the matcher promises no more than that (a match
 		// longer than its window may be missed, as documented for 64 KiB).
@@ -52,11 +52,11 @@ func FuzzMatcherWindow(f *testing.F) {
 		r := ring.New(1 << 20)
 		for i := 0; i < len(data); i += n {
 			r.Write(data[i:min(i+n, len(data))])
-			want := re.Match(cleanBytes(data[:min(i+n, len(data))]))
+			want := re.Match(Bytes(data[:min(i+n, len(data))]))
 			var got bool
 			for more := true; more; {
-				more = mt.load(&r, 0, r.End())
-				got = mt.check(!more)
+				more = mt.Load(&r, 0, r.End())
+				got = mt.Check(!more)
 			}
 			if got != want {
 				t.Fatalf("%s over %q (chunks of %d, window %d): matched %v after %d bytes, the whole text says %v",
@@ -72,15 +72,15 @@ func FuzzMatcherWindow(f *testing.F) {
 // A long wait keeps the window, not the whole text, and still finds a match far in.
 func TestMatcher_BoundedText(t *testing.T) {
 	re := regexp.MustCompile(`(?m)^DONE$`)
-	mt := newMatcher(re, DefaultMaxBytes)
+	mt := NewMatcher(re, defaultMaxBytes)
 	r := ring.New(64 << 20)
 	line := strings.Repeat("x", 79) + "\r\n"
 	for i := range 200_000 { // 16 MB
 		fmt.Fprint(&ringWriter{&r}, line)
 		if i%1000 == 0 {
 			for more := true; more; {
-				more = mt.load(&r, 0, r.End())
-				if mt.check(!more) {
+				more = mt.Load(&r, 0, r.End())
+				if mt.Check(!more) {
 					t.Fatalf("matched before DONE")
 				}
 			}
@@ -89,8 +89,8 @@ func TestMatcher_BoundedText(t *testing.T) {
 	fmt.Fprint(&ringWriter{&r}, "DONE\r\n")
 	matched := false
 	for more := true; more; {
-		more = mt.load(&r, 0, r.End())
-		matched = mt.check(!more)
+		more = mt.Load(&r, 0, r.End())
+		matched = mt.Check(!more)
 	}
 	if !matched {
 		t.Fatal("DONE not matched")
@@ -99,3 +99,11 @@ func TestMatcher_BoundedText(t *testing.T) {
 		t.Errorf("the matcher holds %d bytes of text for a 16 MB output; want at most %d", held, 4*matchWindow)
 	}
 }
+
+// defaultMaxBytes is pty.DefaultMaxBytes, the cap a read without MaxBytes returns.
+const defaultMaxBytes = 16384
+
+// ringWriter writes into a ring, for fmt.Fprint.
+type ringWriter struct{ r *ring.Buffer }
+
+func (w *ringWriter) Write(p []byte) (int, error) { w.r.Write(p); return len(p), nil }

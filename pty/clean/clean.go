@@ -1,10 +1,14 @@
-package pty
+// Package clean turns terminal output into the text a person would have read on the
+// screen, caps that text for a reply, and matches WaitFor patterns against it as it
+// streams. It is the text side of a session's output: pure code over bytes, which the
+// pty package feeds from its ring buffer under its own lock.
+package clean
 
 import (
 	"unicode/utf8"
 )
 
-// Clean turns terminal output into the text a person would have read on the screen, for a
+// Text turns terminal output into the text a person would have read on the screen, for a
 // model that cannot run a terminal emulator in its head:
 //
 //   - escape sequences are removed: CSI (colours, cursor moves, private modes such as
@@ -27,61 +31,14 @@ import (
 // a cursor move, erased, or overwritten with a space) read as spaces inside a line and
 // are dropped at its end, as a screen shows them; spaces a program printed at the end of
 // a line are kept, since a prompt such as "$ " ends in one.
-func Clean(b []byte) string {
-	return string(cleanBytes(b))
+func Text(b []byte) string {
+	return string(Bytes(b))
 }
 
-// capCleaner cleans output fed to it in chunks of any size and keeps only what capText
-// would return of the whole cleaned text: the head and the tail, counting the bytes left
-// out between them, and the raw offsets of the lines the head holds, for the "re-read
-// from here" hint. Its memory is bounded by max, whatever the output's length.
-type capCleaner struct {
-	c   cleaner
-	max int
-}
-
-func newCapCleaner(max, sizeHint int) *capCleaner {
-	k := &capCleaner{max: max}
-	// capText's head is max/4 bytes (it looks at the byte after it to cut at a character
-	// boundary), its tail less than max.
-	k.c.keepHead, k.c.keepTail = max/4+utf8.UTFMax, max
-	k.c.init()
-	k.c.out = make([]byte, 0, min(sizeHint+sizeHint/8, k.c.keepHead+2*k.c.keepTail+4096))
-	return k
-}
-
-func (k *capCleaner) write(p []byte) { k.c.write(p) }
-
-// reset starts over, for output that begins elsewhere.
-func (k *capCleaner) reset() {
-	k.c = cleaner{out: k.c.out[:0], line: k.c.line[:0], heads: k.c.heads, keepHead: k.c.keepHead, keepTail: k.c.keepTail}
-	k.c.init()
-}
-
-// text returns the capped text and how many bytes were left out. The marker gives the
-// offset to re-read the omitted part from when hint is set, base being the raw offset of
-// the first byte written.
-func (k *capCleaner) text(base int64, hint bool) (string, int64) {
-	var sinceOf func(h int) int64
-	if hint {
-		sinceOf = func(h int) int64 { return base + k.c.headLineStart(h) }
-	}
-	return capGap(k.c.bytes(), k.c.dropped, k.max, sinceOf)
-}
-
-// cleanCapped is capText(cleanBytes(data), max, sinceOf) without holding the whole
-// cleaned text, sinceOf giving the raw offset in data of the line holding a byte of the
-// head (as lineStart does) plus base; hint false leaves it out of the marker.
-func cleanCapped(data []byte, max int, base int64, hint bool) (string, int64) {
-	k := newCapCleaner(max, len(data))
-	k.write(data)
-	return k.text(base, hint)
-}
-
-// cleanBytes is Clean without the copy into a string: a read cleans up to a whole ring
-// buffer of output only to keep a few kilobytes of it (capText), and every copy of that
+// Bytes is Text without the copy into a string: a read cleans up to a whole ring
+// buffer of output only to keep a few kilobytes of it (Cap), and every copy of that
 // text counts in the server's peak memory.
-func cleanBytes(b []byte) []byte {
+func Bytes(b []byte) []byte {
 	var c cleaner
 	c.init()
 	c.out = make([]byte, 0, len(b)+len(b)/8) // most output cleans to about its own size
@@ -112,7 +69,7 @@ const (
 	stStrEsc              // ESC inside one of those
 )
 
-// cleaner is the streaming form of Clean: bytes can be fed in chunks of any size (a
+// cleaner is the streaming form of Text: bytes can be fed in chunks of any size (a
 // sequence or a UTF-8 character may span chunks) and bytes() renders the text so far
 // without disturbing the state. Waiting for a pattern uses it to clean only the new
 // output of each chunk instead of the whole text again.
@@ -148,11 +105,6 @@ type cleaner struct {
 	heads []headLine
 }
 
-type headLine struct {
-	clean int
-	raw   int64
-}
-
 func (c *cleaner) init() {
 	c.watch = -1
 	c.found = -1
@@ -160,20 +112,6 @@ func (c *cleaner) init() {
 	if c.keepTail > 0 {
 		c.heads = append(c.heads[:0], headLine{0, 0})
 	}
-}
-
-// headLineStart returns the raw offset of the start of the line holding byte h of the
-// text, for h within the head a capped cleaner keeps: what lineStart finds by cleaning
-// the output again.
-func (c *cleaner) headLineStart(h int) int64 {
-	i := len(c.heads) - 1
-	for i > 0 && c.heads[i].clean > h {
-		i--
-	}
-	if i < 0 {
-		return 0
-	}
-	return c.heads[i].raw
 }
 
 func (c *cleaner) write(p []byte) {
@@ -376,186 +314,5 @@ func (c *cleaner) control(b byte) {
 		}
 	case '\t':
 		c.put('\t')
-	}
-}
-
-func (c *cleaner) put(r rune) {
-	if r >= 0x80 && r < 0xa0 { // C1 controls: invisible
-		return
-	}
-	if c.col < len(c.line) {
-		if r == ' ' {
-			// A space over a cell erases it ("\b \b" is how many programs rub out a
-			// character), so it can be dropped at the end of the line like any blank;
-			// a space written at the end of the line is real, as in a "$ " prompt.
-			r = blank
-		}
-		c.line[c.col] = r
-	} else {
-		for len(c.line) < c.col {
-			c.line = append(c.line, blank)
-		}
-		c.line = append(c.line, r)
-	}
-	c.col++
-}
-
-// newline finishes the current line.
-func (c *cleaner) newline() {
-	c.out = appendLine(c.out, c.line)
-	c.endLine()
-}
-
-// endLine finishes the current line once its cells are in out; pos is the offset of the
-// byte that ends it.
-func (c *cleaner) endLine() {
-	c.out = append(c.out, '\n')
-	if c.watch >= 0 && c.found < 0 && len(c.out) > c.watch {
-		c.found = c.lineRaw
-	}
-	if c.keepTail > 0 && len(c.out) > c.keepHead+2*c.keepTail {
-		// Only the head and the tail will be returned (cleanCapped): drop the middle, so
-		// cleaning a whole buffer never holds a copy of it. What is dropped is at least
-		// what is moved, so the copying stays linear in the text.
-		cut := len(c.out) - c.keepTail
-		if c.hold >= 0 {
-			cut = min(cut, c.hold)
-		}
-		if drop := cut - c.keepHead; drop >= max(c.keepTail, len(c.out)-cut) {
-			n := copy(c.out[c.keepHead:], c.out[cut:])
-			c.dropped += int64(drop)
-			c.out = c.out[:c.keepHead+n]
-			if c.hold >= 0 {
-				c.hold -= drop
-			}
-		}
-	}
-	c.line = c.line[:0]
-	c.col = 0
-	c.lineRaw = c.pos + 1
-	if c.keepTail > 0 && len(c.out) <= c.keepHead {
-		c.heads = append(c.heads, headLine{len(c.out), c.lineRaw})
-	}
-}
-
-// appendLine renders cells, with interior blanks as spaces and trailing ones dropped.
-func appendLine(dst []byte, line []rune) []byte {
-	n := len(line)
-	for n > 0 && line[n-1] == blank {
-		n--
-	}
-	for _, r := range line[:n] {
-		if r == blank {
-			r = ' '
-		}
-		dst = utf8.AppendRune(dst, r)
-	}
-	return dst
-}
-
-// bytes returns the text so far, the current line unterminated. The slice is only valid
-// until the next write.
-func (c *cleaner) bytes() []byte {
-	n := len(c.out)
-	b := appendLine(c.out, c.line)
-	if c.nutf > 0 {
-		b = utf8.AppendRune(b, utf8.RuneError)
-	}
-	c.out = b[:n] // keep any capacity appendLine grew
-	return b
-}
-
-// lineStart reports the raw offset of the line holding cleaned byte watch, once write has
-// seen the whole input.
-func (c *cleaner) lineStart() int64 {
-	if c.found >= 0 {
-		return c.found
-	}
-	return c.lineRaw
-}
-
-// csiParam returns the i-th numeric parameter of the current CSI sequence, def when it is
-// absent or zero, clamped to maxCol: no sequence the cleaner acts on needs more.
-func (c *cleaner) csiParam(i, def int) int {
-	n, field := 0, 0
-	seen := false
-	for _, b := range c.params {
-		if b == ';' || b == ':' {
-			if field == i {
-				break
-			}
-			field++
-			continue
-		}
-		if field == i && b >= '0' && b <= '9' {
-			n = min(n*10+int(b-'0'), maxCol)
-			seen = true
-		}
-	}
-	if field < i || !seen || n == 0 {
-		return def
-	}
-	return n
-}
-
-func (c *cleaner) setCol(col int) {
-	if col > len(c.line) && col > maxCol {
-		col = max(len(c.line), maxCol)
-	}
-	c.col = max(col, 0)
-}
-
-// csi applies the CSI sequences that change what a line shows; colours and modes are
-// simply dropped.
-func (c *cleaner) csi(final byte) {
-	switch final {
-	case 'C', 'a': // cursor forward
-		c.setCol(c.col + c.csiParam(0, 1))
-	case 'D': // cursor back
-		c.setCol(c.col - c.csiParam(0, 1))
-	case 'G', '`': // cursor to column
-		c.setCol(c.csiParam(0, 1) - 1)
-	case 'K': // erase in line
-		switch c.csiParam(0, 0) {
-		case 0:
-			if c.col < len(c.line) {
-				c.line = c.line[:c.col]
-			}
-		case 1:
-			for i := 0; i <= c.col && i < len(c.line); i++ {
-				c.line[i] = blank
-			}
-		case 2:
-			c.line = c.line[:0]
-		}
-	case 'P': // delete characters
-		if c.col < len(c.line) {
-			n := min(c.csiParam(0, 1), len(c.line)-c.col)
-			c.line = append(c.line[:c.col], c.line[c.col+n:]...)
-		}
-	case '@': // insert blank characters
-		if c.col < len(c.line) {
-			n, limit := c.csiParam(0, 1), max(len(c.line), maxCol)
-			c.line = append(c.line[:c.col], append(make([]rune, n), c.line[c.col:]...)...)
-			// Cells pushed past the margin are lost, as on a screen; this also keeps
-			// repeated inserts from growing a line without bound.
-			c.line = c.line[:min(len(c.line), limit)]
-		}
-	case 'X': // erase characters
-		for i := c.col; i < c.col+c.csiParam(0, 1) && i < len(c.line); i++ {
-			c.line[i] = blank
-		}
-	case 'A', 'B', 'E', 'F', 'd': // vertical moves: a different screen line
-		if len(c.line) > 0 {
-			c.newline()
-		}
-		if final == 'E' || final == 'F' {
-			c.col = 0
-		}
-	case 'H', 'f': // absolute position
-		if len(c.line) > 0 {
-			c.newline()
-		}
-		c.setCol(c.csiParam(1, 1) - 1)
 	}
 }

@@ -1,4 +1,4 @@
-package pty
+package clean
 
 import (
 	"bytes"
@@ -58,8 +58,8 @@ var cleanTests = []struct {
 func TestClean(t *testing.T) {
 	for _, tt := range cleanTests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Clean([]byte(tt.in)); got != tt.want {
-				t.Errorf("Clean(%q) = %q, want %q", tt.in, got, tt.want)
+			if got := Text([]byte(tt.in)); got != tt.want {
+				t.Errorf("Text(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
 	}
@@ -84,7 +84,7 @@ func TestCleaner_chunks(t *testing.T) {
 
 func TestLineStart(t *testing.T) {
 	raw := []byte("one\r\n\x1b[31mtwo\x1b[0m\r\nthree")
-	clean := Clean(raw) // "one\ntwo\nthree"
+	clean := Text(raw) // "one\ntwo\nthree"
 	for _, tt := range []struct {
 		h    int
 		want int64
@@ -104,29 +104,29 @@ func TestCapText(t *testing.T) {
 	}
 	text := b.String()
 	for _, max := range []int{1, 10, 100, 1000, 5000} {
-		got, omitted := capText([]byte(text), max, func(h int) int64 { return int64(h) })
+		got, omitted := Cap([]byte(text), max, func(h int) int64 { return int64(h) })
 		head, rest, ok := strings.Cut(got, "[... ")
 		if !ok {
-			t.Fatalf("capText(%d): no marker in %q", max, got)
+			t.Fatalf("Cap(%d): no marker in %q", max, got)
 		}
 		_, tail, _ := strings.Cut(rest, " ...]\n")
 		if len(head)+len(tail) > max+1 { // +1: the newline that starts the marker
-			t.Errorf("capText(%d) kept %d bytes", max, len(head)+len(tail))
+			t.Errorf("Cap(%d) kept %d bytes", max, len(head)+len(tail))
 		}
 		if int64(len(strings.TrimSuffix(head, "\n"))+len(tail))+omitted < int64(len(text))-1 {
-			t.Errorf("capText(%d): %d kept + %d omitted < %d", max, len(head)+len(tail), omitted, len(text))
+			t.Errorf("Cap(%d): %d kept + %d omitted < %d", max, len(head)+len(tail), omitted, len(text))
 		}
 		if !strings.HasPrefix(text, strings.TrimSuffix(head, "\n")) || !strings.HasSuffix(text, tail) {
-			t.Errorf("capText(%d) head/tail are not the text's", max)
+			t.Errorf("Cap(%d) head/tail are not the text's", max)
 		}
 	}
-	if got, omitted := capText([]byte("short"), 100, nil); got != "short" || omitted != 0 {
-		t.Errorf("capText(short) = %q, %d", got, omitted)
+	if got, omitted := Cap([]byte("short"), 100, nil); got != "short" || omitted != 0 {
+		t.Errorf("Cap(short) = %q, %d", got, omitted)
 	}
 	// Never split a character.
-	got, _ := capText([]byte(strings.Repeat("é", 100)), 11, nil)
+	got, _ := Cap([]byte(strings.Repeat("é", 100)), 11, nil)
 	if !utf8.ValidString(got) {
-		t.Errorf("capText split a character: %q", got)
+		t.Errorf("Cap split a character: %q", got)
 	}
 }
 
@@ -135,16 +135,16 @@ func FuzzClean(f *testing.F) {
 		f.Add([]byte(tt.in), uint16(len(tt.in)/2))
 	}
 	f.Fuzz(func(t *testing.T, in []byte, cut uint16) {
-		got := Clean(in)
+		got := Text(in)
 		if strings.IndexByte(got, 0x1b) >= 0 {
-			t.Fatalf("Clean(%q) = %q contains ESC", in, got)
+			t.Fatalf("Text(%q) = %q contains ESC", in, got)
 		}
 		if !utf8.ValidString(got) {
-			t.Fatalf("Clean(%q) = %q is not valid UTF-8", in, got)
+			t.Fatalf("Text(%q) = %q is not valid UTF-8", in, got)
 		}
 		for _, r := range got {
 			if r < 0x20 && r != '\n' && r != '\t' {
-				t.Fatalf("Clean(%q) = %q contains control %U", in, got, r)
+				t.Fatalf("Text(%q) = %q contains control %U", in, got, r)
 			}
 		}
 		k := int(cut) % (len(in) + 1)
@@ -153,7 +153,7 @@ func FuzzClean(f *testing.F) {
 		c.write(in[:k])
 		c.write(in[k:])
 		if chunked := c.bytes(); !bytes.Equal(chunked, []byte(got)) {
-			t.Fatalf("Clean(%q) = %q, but in two pieces cut at %d: %q", in, got, k, chunked)
+			t.Fatalf("Text(%q) = %q, but in two pieces cut at %d: %q", in, got, k, chunked)
 		}
 		// A byte at a time, no line is ever whole in one write: the fast paths are not
 		// taken, and the cell-by-cell path must agree with them.
@@ -163,13 +163,13 @@ func FuzzClean(f *testing.F) {
 			one.write(in[i : i+1])
 		}
 		if slow := one.bytes(); !bytes.Equal(slow, []byte(got)) {
-			t.Fatalf("Clean(%q) = %q, but a byte at a time %q", in, got, slow)
+			t.Fatalf("Text(%q) = %q, but a byte at a time %q", in, got, slow)
 		}
 	})
 }
 
-// lineStart is the reference for capCleaner's hint: the offset in raw of the start of
-// the line holding byte h of Clean(raw), found by cleaning raw again.
+// lineStart is the reference for Capped's hint: the offset in raw of the start of
+// the line holding byte h of Text(raw), found by cleaning raw again.
 func lineStart(raw []byte, h int) int64 {
 	var c cleaner
 	c.init()
@@ -192,19 +192,19 @@ func FuzzCleanCapped(f *testing.F) {
 			return
 		}
 		const base = 1000
-		want, wantOmitted := capText(cleanBytes(data), max, func(h int) int64 { return base + lineStart(data, h) })
+		want, wantOmitted := Cap(Bytes(data), max, func(h int) int64 { return base + lineStart(data, h) })
 		got, gotOmitted := cleanCapped(data, max, base, true)
 		if got != want || gotOmitted != wantOmitted {
 			t.Fatalf("cleanCapped(%d bytes, %d) = %q, %d; want %q, %d", len(data), max, got, gotOmitted, want, wantOmitted)
 		}
 		// In chunks, as a read takes them from the ring.
 		chunk := 1 + len(data)*7/(max+3)%97
-		k := newCapCleaner(max, 0)
+		k := NewCapped(max, 0)
 		for p := data; len(p) > 0; p = p[min(chunk, len(p)):] {
-			k.write(p[:min(chunk, len(p))])
+			k.Write(p[:min(chunk, len(p))])
 		}
-		if got, gotOmitted := k.text(base, true); got != want || gotOmitted != wantOmitted {
-			t.Fatalf("capCleaner in chunks of %d (%d bytes, %d) = %q, %d; want %q, %d", chunk, len(data), max, got, gotOmitted, want, wantOmitted)
+		if got, gotOmitted := k.Text(base, true); got != want || gotOmitted != wantOmitted {
+			t.Fatalf("Capped in chunks of %d (%d bytes, %d) = %q, %d; want %q, %d", chunk, len(data), max, got, gotOmitted, want, wantOmitted)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package pty
+package clean
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ const matchWindow = 64 << 10
 // bounded.
 const maxUnmatched = 256 << 10
 
-// matcher runs WaitFor over the cleaned text from the read's start to the end of the
+// Matcher runs WaitFor over the cleaned text from the read's start to the end of the
 // output, which is what the call would return. The cleaner is incremental, so each chunk
 // is cleaned once, and so is the matching: a pass covers only the window above, not the
 // whole text again. The window always starts at the start of a line (or of the text),
@@ -32,7 +32,7 @@ const maxUnmatched = 256 << 10
 // took (keeping them under a fifth of the time), and the check before any other answer
 // is never skipped.
 //
-// The cleaner keeps only the head and tail the read will return (capCleaner) and the
+// The cleaner keeps only the head and tail the read will return (Capped) and the
 // window, so a match that is returned needs no second cleaning and a long wait holds
 // little text.
 //
@@ -41,14 +41,14 @@ const maxUnmatched = 256 << 10
 // start for the start of the text (\A), and the read cleans what it returns afresh. Only
 // if output it has not cleaned yet was overwritten does it start over at the oldest
 // byte held.
-type matcher struct {
+type Matcher struct {
 	re, mid   *regexp.Regexp // mid is nil when re has no \A; then windows use re
 	window    bool           // false: every pass covers the whole text (mid could not be made)
 	lit       []byte         // text every match contains (requiredLiteral); empty if none found
 	slid      bool           // output before the text's end overflowed the ring (see load)
 	span      int            // matchWindow; tests make it smaller
 	maxBytes  int
-	k         *capCleaner
+	k         *Capped
 	from      int64  // raw offset the cleaner started at; -1 before the first load
 	next      int64  // raw offset of the next byte to clean
 	seen      int64  // the end of the output at the last load
@@ -58,8 +58,8 @@ type matcher struct {
 	nextCheck time.Time
 }
 
-func newMatcher(re *regexp.Regexp, maxBytes int) *matcher {
-	mt := &matcher{re: re, maxBytes: maxBytes, span: matchWindow, from: -1, checked: -1}
+func NewMatcher(re *regexp.Regexp, maxBytes int) *Matcher {
+	mt := &Matcher{re: re, maxBytes: maxBytes, span: matchWindow, from: -1, checked: -1}
 	tree, err := syntax.Parse(re.String(), syntax.Perl)
 	if err != nil {
 		return mt // no windows: every pass covers the whole text, as re does
@@ -118,21 +118,25 @@ func dropBeginText(re *syntax.Regexp) bool {
 	return found
 }
 
-// load takes up to readChunk bytes of new output from the ring, up to offset upTo, and
+// loadChunk is how much output Load copies out of the ring at a time, as a read does: the
+// lock is held while it is copied, and cleaning waits until it is released.
+const loadChunk = 64 << 10
+
+// Load takes up to loadChunk bytes of new output from the ring, up to offset upTo, and
 // reports whether more is waiting before upTo; the caller holds the session lock. The
 // caller passes the end of the output as it was when its pass began: a program that
 // writes faster than the matcher cleans would otherwise keep the pass from ever ending,
 // and the wait from ever looking at its deadline.
-func (mt *matcher) load(r *ring.Buffer, start, upTo int64) bool {
+func (mt *Matcher) Load(r *ring.Buffer, start, upTo int64) bool {
 	mt.seen = r.End()
 	oldest := max(start, r.Start())
 	if mt.from < 0 || mt.next < oldest {
 		// The first load, or output the matcher never cleaned is gone: start over at
 		// the oldest byte held, as the call's text will.
 		if mt.k == nil {
-			mt.k = newCapCleaner(mt.maxBytes, 0)
+			mt.k = NewCapped(mt.maxBytes, 0)
 		} else {
-			mt.k.reset()
+			mt.k.Reset()
 		}
 		mt.k.c.hold = 0
 		mt.slid = false
@@ -142,16 +146,16 @@ func (mt *matcher) load(r *ring.Buffer, start, upTo int64) bool {
 		mt.slid = true // the text's start is no longer the call's: \A cannot match there
 	}
 	upTo = min(upTo, r.End())
-	mt.pending, _ = r.AppendRange(mt.pending[:0], mt.next, min(upTo, mt.next+readChunk))
+	mt.pending, _ = r.AppendRange(mt.pending[:0], mt.next, min(upTo, mt.next+loadChunk))
 	mt.next += int64(len(mt.pending))
 	return mt.next < upTo
 }
 
-// check cleans what load took and, if due (or if much text waits), runs the pattern
+// Check cleans what Load took and, if due (or if much text waits), runs the pattern
 // over the window.
-func (mt *matcher) check(due bool) bool {
+func (mt *Matcher) Check(due bool) bool {
 	t0 := time.Now()
-	mt.k.write(mt.pending)
+	mt.k.Write(mt.pending)
 	mt.pending = mt.pending[:0]
 	c := &mt.k.c
 	finished := int64(len(c.out)) + c.dropped
@@ -178,5 +182,20 @@ func (mt *matcher) check(due bool) bool {
 	return ok
 }
 
-// unchecked reports whether output arrived that no pass has looked at yet.
-func (mt *matcher) unchecked() bool { return mt.checked != mt.seen }
+// Unchecked reports whether output arrived that no pass has looked at yet.
+func (mt *Matcher) Unchecked() bool { return mt.checked != mt.seen }
+
+// NextCheck is when the next pass is due: passes are spaced out in proportion to how long
+// the last one took. A pass asked for with due set runs whatever the time.
+func (mt *Matcher) NextCheck() time.Time { return mt.nextCheck }
+
+// Covers reports whether the matcher cleaned exactly the output [from, to): then Text is
+// what a read of that range returns, and a read that ends at a match needs no second
+// cleaning.
+func (mt *Matcher) Covers(from, to int64) bool {
+	return mt.k != nil && mt.from == from && mt.next == to
+}
+
+// Text returns the capped text the matcher cleaned, as Capped.Text with the re-read hint,
+// from being the offset it starts at (see Covers).
+func (mt *Matcher) Text(from int64) (text string, omitted int64) { return mt.k.Text(from, true) }
