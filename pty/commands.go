@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/pty/clean"
+	"github.com/mcp-harness/mcp-harness/pty/marks"
 	"github.com/mcp-harness/mcp-harness/pty/ring"
 )
 
@@ -68,9 +69,9 @@ type shellState struct {
 }
 
 // onMark applies one mark; at is the offset in the stream where it was, r the output.
-func (st *shellState) onMark(m mark, at int64, now time.Time, r *ring.Buffer) {
+func (st *shellState) onMark(m marks.Mark, at int64, now time.Time, r *ring.Buffer) {
 	st.marks = true
-	switch m.kind {
+	switch m.Kind {
 	case 'A':
 		if c := st.cur; c != nil && (c.started || c.ended) {
 			st.finish(at, r)
@@ -100,8 +101,8 @@ func (st *shellState) onMark(m mark, at int64, now time.Time, r *ring.Buffer) {
 		}
 		c.started, c.Since = true, at
 		switch {
-		case m.cmdline != "" && !c.run:
-			c.Text = clip(strings.TrimSpace(m.cmdline))
+		case m.Cmdline != "" && !c.run:
+			c.Text = clip(strings.TrimSpace(m.Cmdline))
 		case !c.run && st.inputAt >= st.promptAt && st.inputAt >= 0:
 			// What the person saw typed: the cleaned echo between the prompt's end and
 			// the output, which has every edit applied.
@@ -112,10 +113,10 @@ func (st *shellState) onMark(m mark, at int64, now time.Time, r *ring.Buffer) {
 		st.atPrompt = false
 	case 'D':
 		if c := st.cur; c != nil && !c.ended {
-			c.ended, c.endAt, c.endTime, c.code = true, at, now, m.code
+			c.ended, c.endAt, c.endTime, c.code = true, at, now, m.Code
 		}
 	case '7':
-		st.cwd = m.cwd
+		st.cwd = m.Cwd
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 // it is started with a few lines of shell script that make it report, in the output
 // stream, where each prompt starts (OSC 133;A) and ends (B), where a command's output
 // starts (C) and where it ended with which status (D;status), and its directory (OSC 7).
-// The session's reader takes these marks out of the stream (see markFilter) and keeps
+// The session's reader takes these marks out of the stream (see marks.Filter) and keeps
 // the shell's state and command history from them (see shellState).
 //
 // The scripts are injected without taking the user's own rc files away:

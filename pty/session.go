@@ -16,6 +16,7 @@ import (
 
 	creackpty "github.com/creack/pty"
 
+	"github.com/mcp-harness/mcp-harness/pty/marks"
 	"github.com/mcp-harness/mcp-harness/pty/ring"
 )
 
@@ -32,7 +33,7 @@ type session struct {
 	kind                   shellKind
 
 	// filter takes the integration marks out of the output; only readLoop uses it.
-	filter markFilter
+	filter marks.Filter
 
 	term *term // answers terminal queries and keeps the screen (screen.go); nil with Config.NoEmulator
 
@@ -135,7 +136,7 @@ func (m *Manager) start(id string, seq int, o OpenOptions) (*session, error) {
 		lastActivity: now,
 		pts:          ptsPath(master),
 		kind:         kind,
-		filter:       markFilter{consume: kind != kindNone},
+		filter:       marks.Filter{Consume: kind != kindNone},
 		sh:           shellState{kind: kind, promptAt: -1, inputAt: -1, drawnAt: -1},
 	}
 	m.startTerm(s)
@@ -206,7 +207,7 @@ func (s *session) readLoop() {
 		if n > 0 {
 			now := time.Now()
 			s.mu.Lock()
-			s.filter.feed(buf[:n], outputSink{s, now})
+			s.filter.Feed(buf[:n], outputSink{s, now})
 			s.lastOutput = now
 			s.lastActivity = now
 			s.wakeLocked(s.marked)
@@ -218,7 +219,7 @@ func (s *session) readLoop() {
 			// EIO: every holder of the terminal's slave side is gone (Linux says so
 			// instead of EOF). ErrClosed: stop closed the master.
 			s.mu.Lock()
-			s.filter.flush(outputSink{s, time.Now()})
+			s.filter.Flush(outputSink{s, time.Now()})
 			s.wakeLocked(true)
 			s.mu.Unlock()
 			return
@@ -265,12 +266,12 @@ type outputSink struct {
 	now time.Time
 }
 
-func (o outputSink) output(p []byte) { o.s.ring.Write(p) }
-func (o outputSink) mark(m mark) {
+func (o outputSink) Output(p []byte) { o.s.ring.Write(p) }
+func (o outputSink) Mark(m marks.Mark) {
 	o.s.sh.onMark(m, o.s.ring.End(), o.now, &o.s.ring)
 	o.s.marked = true
 }
-func (o outputSink) pasteMode(on bool) { o.s.sh.paste = on }
+func (o outputSink) PasteMode(on bool) { o.s.sh.paste = on }
 
 // wakeLocked tells the waiters that something changed: an event (an exit, the end of
 // the output, an integration mark) or output alone.

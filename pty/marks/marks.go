@@ -1,4 +1,8 @@
-package pty
+// Package marks reads the shell integration marks (OSC 133 prompt and command marks, OSC 7
+// directories) out of a session's output as it streams, and notes where bracketed paste
+// is turned on and off. It is pure code over bytes; what a mark means for the session's
+// commands is the pty package's business.
+package marks
 
 import (
 	"bytes"
@@ -7,12 +11,12 @@ import (
 	"strings"
 )
 
-// mark is one shell integration mark read from the output.
-type mark struct {
-	kind    byte   // 'A', 'B', 'C', 'D' (OSC 133) or '7' (OSC 7, the directory)
-	code    *int   // D: the command's exit status, nil when the shell gave none
-	cmdline string // C: the command line, when the shell reported it
-	cwd     string // 7: the directory, decoded
+// Mark is one shell integration mark read from the output.
+type Mark struct {
+	Kind    byte   // 'A', 'B', 'C', 'D' (OSC 133) or '7' (OSC 7, the directory)
+	Code    *int   // D: the command's exit status, nil when the shell gave none
+	Cmdline string // C: the command line, when the shell reported it
+	Cwd     string // 7: the directory, decoded
 }
 
 // maxMark bounds how much of an unterminated OSC 133 or OSC 7 sequence is held back
@@ -23,27 +27,27 @@ const maxMark = 16 << 10
 // pasteMode is the sequence with which a program turns bracketed paste on (…h) or off (…l).
 const pasteMode = "\x1b[?2004"
 
-// markFilter takes the shell integration marks out of a session's output, which the
+// Filter takes the shell integration marks out of a session's output, which the
 // reader feeds it chunk by chunk: a mark may be split across chunks, so the start of an
 // escape sequence at the end of a chunk is held back until the next one says what it is.
-// Marks are consumed only for an integrated shell (consume); in every session it also
+// Marks are consumed only for an integrated shell (Consume); in every session it also
 // notes the bracketed paste mode, leaving those bytes in the output. Only the reader
-// goroutine uses a markFilter.
-type markFilter struct {
-	consume bool
+// goroutine uses a Filter.
+type Filter struct {
+	Consume bool // take the marks out; false leaves them in the output
 	held    []byte
 }
 
-// markSink receives what feed finds, in stream order: output to keep, marks, and changes
+// Sink receives what Feed finds, in stream order: output to keep, marks, and changes
 // of the bracketed paste mode.
-type markSink interface {
-	output(p []byte)
-	mark(m mark)
-	pasteMode(on bool)
+type Sink interface {
+	Output(p []byte)
+	Mark(m Mark)
+	PasteMode(on bool)
 }
 
-// feed filters p into sink.
-func (f *markFilter) feed(p []byte, sink markSink) {
+// Feed filters p into sink.
+func (f *Filter) Feed(p []byte, sink Sink) {
 	data := p
 	if len(f.held) > 0 {
 		data = append(f.held, p...)
@@ -63,7 +67,7 @@ func (f *markFilter) feed(p []byte, sink markSink) {
 		}
 		switch rest[1] {
 		case ']':
-			if !f.consume {
+			if !f.Consume {
 				i = j + 1
 				continue
 			}
@@ -87,10 +91,10 @@ func (f *markFilter) feed(p []byte, sink markSink) {
 				continue
 			}
 			if j > start {
-				sink.output(data[start:j])
+				sink.Output(data[start:j])
 			}
 			if m, ok := parseMark(string(body[:n])); ok {
-				sink.mark(m)
+				sink.Mark(m)
 			}
 			start = j + 2 + n + term
 			i = start
@@ -103,10 +107,10 @@ func (f *markFilter) feed(p []byte, sink markSink) {
 			} else if bytes.HasPrefix(rest, []byte(pasteMode)) && (rest[len(pasteMode)] == 'h' || rest[len(pasteMode)] == 'l') {
 				// Left in the output: only noted, at its place in the stream.
 				if j > start {
-					sink.output(data[start:j])
+					sink.Output(data[start:j])
 				}
-				sink.output(rest[:len(pasteMode)+1])
-				sink.pasteMode(rest[len(pasteMode)] == 'h')
+				sink.Output(rest[:len(pasteMode)+1])
+				sink.PasteMode(rest[len(pasteMode)] == 'h')
 				start = j + len(pasteMode) + 1
 				i = start
 				continue
@@ -117,22 +121,22 @@ func (f *markFilter) feed(p []byte, sink markSink) {
 		}
 	}
 	if start < len(data) {
-		sink.output(data[start:])
+		sink.Output(data[start:])
 	}
 }
 
 // hold passes data[start:j] on and keeps data[j:] for the next feed.
-func (f *markFilter) hold(data []byte, j, start int, sink markSink) {
+func (f *Filter) hold(data []byte, j, start int, sink Sink) {
 	if j > start {
-		sink.output(data[start:j])
+		sink.Output(data[start:j])
 	}
 	f.held = append([]byte(nil), data[j:]...)
 }
 
-// flush passes on what is held back, at the end of the output.
-func (f *markFilter) flush(sink markSink) {
+// Flush passes on what is held back, at the end of the output.
+func (f *Filter) Flush(sink Sink) {
 	if len(f.held) > 0 {
-		sink.output(f.held)
+		sink.Output(f.held)
 		f.held = nil
 	}
 }
@@ -155,17 +159,17 @@ func oscEnd(body []byte) (n, term int) {
 }
 
 // parseMark reads the body of an OSC 133 or OSC 7 sequence.
-func parseMark(body string) (mark, bool) {
+func parseMark(body string) (Mark, bool) {
 	if rest, ok := strings.CutPrefix(body, "7;"); ok {
 		// file://host/path. Not url.Parse: a '#' or '?' in a directory name is not a
 		// fragment or a query here.
 		rest, ok = strings.CutPrefix(rest, "file://")
 		if !ok {
-			return mark{}, false
+			return Mark{}, false
 		}
 		i := strings.IndexByte(rest, '/')
 		if i < 0 {
-			return mark{}, false
+			return Mark{}, false
 		}
 		p := rest[i:]
 		// Our sh script cannot percent-encode; a path that does not decode is taken as
@@ -173,15 +177,15 @@ func parseMark(body string) (mark, bool) {
 		if d, err := url.PathUnescape(p); err == nil {
 			p = d
 		}
-		return mark{kind: '7', cwd: p}, true
+		return Mark{Kind: '7', Cwd: p}, true
 	}
 	rest, ok := strings.CutPrefix(body, "133;")
 	if !ok || rest == "" {
-		return mark{}, false
+		return Mark{}, false
 	}
-	m := mark{kind: rest[0]}
+	m := Mark{Kind: rest[0]}
 	params := strings.Split(rest[1:], ";")[1:] // rest[1:] is "" or ";..."
-	switch m.kind {
+	switch m.Kind {
 	case 'A', 'B':
 	case 'C':
 		for i, p := range params {
@@ -189,9 +193,9 @@ func parseMark(body string) (mark, bool) {
 				// The value runs to the end: a ';' in it was the command's own.
 				v = strings.Join(append([]string{v}, params[i+1:]...), ";")
 				if s, err := url.PathUnescape(v); err == nil {
-					m.cmdline = s
+					m.Cmdline = s
 				} else {
-					m.cmdline = v
+					m.Cmdline = v
 				}
 				break
 			}
@@ -199,11 +203,11 @@ func parseMark(body string) (mark, bool) {
 	case 'D':
 		if len(params) > 0 {
 			if n, err := strconv.Atoi(params[0]); err == nil {
-				m.code = &n
+				m.Code = &n
 			}
 		}
 	default:
-		return mark{}, false
+		return Mark{}, false
 	}
 	return m, true
 }

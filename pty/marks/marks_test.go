@@ -1,4 +1,4 @@
-package pty
+package marks
 
 import (
 	"bytes"
@@ -9,37 +9,37 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// recorder is a markSink that writes down what it is given, marks as text in place.
+// recorder is a Sink that writes down what it is given, marks as text in place.
 type recorder struct {
 	out   bytes.Buffer
 	marks []string
 	paste []bool
 }
 
-func (r *recorder) output(p []byte) { r.out.Write(p) }
-func (r *recorder) mark(m mark) {
-	s := string(m.kind)
+func (r *recorder) Output(p []byte) { r.out.Write(p) }
+func (r *recorder) Mark(m Mark) {
+	s := string(m.Kind)
 	switch {
-	case m.code != nil:
-		s += ";" + strconv.Itoa(*m.code)
-	case m.cwd != "":
-		s += ";" + m.cwd
-	case m.cmdline != "":
-		s += ";" + m.cmdline
+	case m.Code != nil:
+		s += ";" + strconv.Itoa(*m.Code)
+	case m.Cwd != "":
+		s += ";" + m.Cwd
+	case m.Cmdline != "":
+		s += ";" + m.Cmdline
 	}
 	r.marks = append(r.marks, s)
 	r.out.WriteString("<" + s + ">")
 }
-func (r *recorder) pasteMode(on bool) { r.paste = append(r.paste, on) }
+func (r *recorder) PasteMode(on bool) { r.paste = append(r.paste, on) }
 
 // feedAll feeds chunks to a filter and flushes it.
 func feedAll(consume bool, chunks ...string) *recorder {
-	f := markFilter{consume: consume}
+	f := Filter{Consume: consume}
 	r := &recorder{}
 	for _, c := range chunks {
-		f.feed([]byte(c), r)
+		f.Feed([]byte(c), r)
 	}
-	f.flush(r)
+	f.Flush(r)
 	return r
 }
 
@@ -94,15 +94,15 @@ func TestMarkFilter_pasteMode(t *testing.T) {
 // and memory held back stays bounded.
 func TestMarkFilter_tooLong(t *testing.T) {
 	in := "\x1b]7;file://" + strings.Repeat("x", maxMark) + "\x07after"
-	f := markFilter{consume: true}
+	f := Filter{Consume: true}
 	r := &recorder{}
 	for i := 0; i < len(in); i += 1000 {
-		f.feed([]byte(in[i:min(i+1000, len(in))]), r)
+		f.Feed([]byte(in[i:min(i+1000, len(in))]), r)
 		if len(f.held) > maxMark+1000 {
 			t.Fatalf("held %d bytes, want at most about %d", len(f.held), maxMark)
 		}
 	}
-	f.flush(r)
+	f.Flush(r)
 	if r.out.String() != in || len(r.marks) != 0 {
 		t.Errorf("too long a sequence: %d bytes out, marks %v, want it all as output", r.out.Len(), r.marks)
 	}
