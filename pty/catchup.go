@@ -1,0 +1,251 @@
+package pty
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// How the emulator catches up with the output it lags behind: fed in slices, skipping
+// ahead to where the screen starts afresh when it is far behind, with the resizes and
+// the cursor position answers at their places in the stream. The terminal goroutine (or
+// a snapshot) holds term.mu throughout.
+
+// advance feeds the emulator up to target (at most what was scanned), skipping ahead when
+// it is far behind, and answers the cursor position queries it passes. budget, when not
+// zero, bounds the bytes parsed. The caller holds mu.
+func (t *term) advance(target, budget int64) {
+	target = min(target, t.sc.pos)
+	for {
+		t.applyResizes(t.fed)
+		t.answerCPRs()
+		if t.fed >= target {
+			return
+		}
+		stop := target
+		if at, ok := t.firstCPR(); ok {
+			stop = min(stop, at) // exactly there, to answer it from the cursor of that moment
+		}
+		t.skip(stop)
+		stop = min(stop, t.fed+feedSlice)
+		if budget > 0 {
+			stop = min(stop, t.fed+budget)
+		}
+		n := t.feed(stop)
+		if budget > 0 {
+			if budget -= n; budget <= 0 {
+				t.answerCPRs()
+				return
+			}
+		}
+	}
+}
+
+// feed parses the output from fed towards stop, as far as the next resize, and returns
+// how many bytes it parsed.
+func (t *term) feed(stop int64) int64 {
+	t.applyResizes(t.fed)
+	t.evMu.Lock()
+	if len(t.feedEv) > 0 {
+		stop = min(stop, t.feedEv[0].at)
+	}
+	t.evMu.Unlock()
+	if stop <= t.fed {
+		return 0
+	}
+	t.s.mu.Lock()
+	start := t.s.ring.Start()
+	t.buf, _ = t.s.ring.AppendRange(t.buf[:0], t.fed, stop)
+	t.s.mu.Unlock()
+	if t.fed < start {
+		// Fell out of the ring before it was parsed: go on where the output is whole.
+		t.jump(start, nil, false)
+		return 0
+	}
+	if t.emu != nil {
+		t.emu.Write(t.buf)
+	}
+	t.fed = stop
+	t.applyResizes(t.fed)
+	return int64(len(t.buf))
+}
+
+// feedTo parses everything up to stop.
+func (t *term) feedTo(stop int64) {
+	for t.fed < stop {
+		t.feed(min(stop, t.fed+feedSlice))
+	}
+}
+
+// skip moves the emulator ahead to the newest place before target where the screen starts
+// afresh, when it is far enough behind for parsing everything to cost.
+func (t *term) skip(target int64) {
+	if target-t.fed < skipMin {
+		return
+	}
+	p, ok := t.sc.point(t.fed, target)
+	if at, found := t.lineSkip(target); found && at > t.fed && (!ok || at > p.at) {
+		t.jump(at, &t.sc.st, true)
+		return
+	}
+	if !ok {
+		return
+	}
+	if a := p.alt; a != nil && t.fed < a.enter {
+		// A point on the alternate screen, or where it is left: the main screen must be
+		// as it was when the alternate one was entered. Draw it from its last rows, or
+		// from its last skip point.
+		if at, found := t.rowStart(a.rows); found && at > t.fed && at > a.main.at {
+			t.jump(at, &a.rows.st, true)
+		} else if a.main.at > t.fed {
+			t.jump(a.main.at, &a.main.st, false)
+		}
+		t.feedTo(a.enter)
+	}
+	t.jump(p.at, &p.st, false)
+}
+
+// lineSkip returns where the last screenfuls of rows before target begin, when they were
+// printed on the main screen after the last barrier: from there on they are all the
+// screen shows. The modes there are the scanner's: no barrier came since.
+func (t *term) lineSkip(target int64) (int64, bool) {
+	if t.sc.st.alt || t.sc.barrierAt > target {
+		return 0, false
+	}
+	return t.rowStart(rowSpan{from: t.sc.barrierAt, to: target, cols: t.sc.cols, rows: t.sc.rows})
+}
+
+// maxRowWindow bounds how much output rowStart reads back to find the last screenfuls.
+const maxRowWindow = 1 << 20
+
+// rowStart returns where the last 2*rows rows of the span begin, if it holds that many:
+// the line model runs over its end, from a window of a few screenfuls of bytes, wider
+// while that is not enough.
+func (t *term) rowStart(span rowSpan) (int64, bool) {
+	w := int64(2*span.rows*(span.cols+1) + 4096)
+	for {
+		lo := max(span.from, span.to-w)
+		t.s.mu.Lock()
+		oldest := t.s.ring.Start()
+		lo = max(lo, oldest)
+		t.win, _ = t.s.ring.AppendRange(t.win[:0], lo, span.to)
+		t.s.mu.Unlock()
+		data, base := t.win, lo
+		if lo > span.from {
+			// Mid-output: start after a line feed, where text most likely is.
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				data = nil
+			} else {
+				data, base = data[i+1:], base+int64(i+1)
+			}
+		}
+		ls := newLineScanner(base, span.cols, span.rows)
+		ls.scan(data)
+		if at, ok := ls.rowStart(); ok {
+			return at, true
+		}
+		if lo == span.from || w >= maxRowWindow || lo <= oldest {
+			return 0, false
+		}
+		w *= 4
+	}
+}
+
+// jump makes the emulator go on from offset at without parsing what lies before it: the
+// resizes in between are applied, the modes in st (the scanner's at that place) are
+// restored, and for a skip into scrolling text (line) the cursor starts a new row.
+func (t *term) jump(at int64, st *vtState, line bool) {
+	t.applyResizes(at)
+	t.fed = at
+	if t.emu == nil {
+		return
+	}
+	// CAN ends any sequence the emulator was in the middle of.
+	pre := []byte{0x18}
+	if st != nil {
+		pre = appendState(pre, *st, t.emu)
+	}
+	if line {
+		pre = append(pre, "\r\n"...)
+	}
+	t.emu.Write(pre)
+}
+
+// appendState appends the sequences that put emu in the modes of st.
+func appendState(b []byte, st vtState, emu emulator) []byte {
+	if emu.AltScreen() != st.alt {
+		if st.alt {
+			b = append(b, "\x1b[?1049h"...)
+		} else {
+			b = append(b, "\x1b[?1049l"...)
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(st.dec)) {
+		if m == 1047 || m == 1048 || m == 1049 {
+			continue // the screen is switched above; 1048 would move the cursor
+		}
+		b = fmt.Appendf(b, "\x1b[?%d%c", m, hl(st.dec[m]))
+	}
+	for _, m := range slices.Sorted(maps.Keys(st.ansi)) {
+		b = fmt.Appendf(b, "\x1b[%d%c", m, hl(st.ansi[m]))
+	}
+	if st.top == 0 && st.bottom == 0 {
+		b = append(b, "\x1b[r"...)
+	} else {
+		b = fmt.Appendf(b, "\x1b[%d;%dr", st.top, st.bottom)
+	}
+	if st.title != emu.Title() {
+		b = fmt.Appendf(b, "\x1b]2;%s\x07", st.title)
+	}
+	return b
+}
+
+func hl(set bool) byte {
+	if set {
+		return 'h'
+	}
+	return 'l'
+}
+
+// applyResizes applies the resizes recorded at or before offset at.
+func (t *term) applyResizes(at int64) {
+	t.evMu.Lock()
+	defer t.evMu.Unlock()
+	for len(t.feedEv) > 0 && t.feedEv[0].at <= at {
+		ev := t.feedEv[0]
+		t.feedEv = t.feedEv[1:]
+		switch fits := ev.cols*ev.rows <= MaxScreenCells; {
+		case !fits:
+			t.emu = nil // its memory goes back; the program redraws when it comes back
+		case t.emu == nil:
+			t.emu = newEmulator(ev.cols, ev.rows)
+		default:
+			t.emu.Resize(ev.cols, ev.rows)
+		}
+	}
+}
+
+// answerCPRs answers the cursor position queries the emulator has got to.
+func (t *term) answerCPRs() {
+	for i := range t.pending {
+		q := &t.pending[i]
+		if q.reply != nil || q.at > t.fed {
+			continue
+		}
+		row, col := 0, 0
+		if t.emu != nil {
+			row, col = t.emu.Cursor()
+		} else {
+			// No emulator (a terminal too large to keep): the start of the last row,
+			// the usual place after output, beats no answer at all.
+			row = t.sc.rows - 1
+		}
+		if q.ext {
+			q.reply = fmt.Appendf(nil, "\x1b[?%d;%d;1R", row+1, col+1)
+		} else {
+			q.reply = fmt.Appendf(nil, "\x1b[%d;%dR", row+1, col+1)
+		}
+	}
+}

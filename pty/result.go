@@ -1,0 +1,91 @@
+package pty
+
+import "time"
+
+// ReadResult is what Open and IO return: the output read and the session's state.
+type ReadResult struct {
+	SessionID    string
+	Pid          int
+	Output       string
+	Since        int64   // absolute raw offset where the returned output starts
+	Cursor       int64   // absolute raw offset where it ends (the new read cursor, except after a run: see IO)
+	DroppedBytes int64   // bytes between the requested start and the oldest byte still buffered
+	OmittedBytes int64   // bytes of the (cleaned) text left out by MaxBytes
+	Reason       Reason  // why the wait ended: one of Reasons()
+	Exited       bool    // the program has exited and its output has been drained
+	ExitCode     *int    // nil while running or when killed by a signal
+	Signal       *string // e.g. "SIGKILL" when killed by a signal, else nil
+	Written      int     // bytes of input delivered by this call
+	// Command is the shell command this call ran (Run), or else the newest one the call
+	// saw running or finishing; nil without one.
+	Command *Command
+	// WaitingForInput says what the program asks for when Reason is "input".
+	WaitingForInput *InputWanted
+	// Integration is true once the session's shell has sent integration marks.
+	Integration bool
+	// Screen is what the terminal shows once the output up to Cursor is drawn, when
+	// ReadOptions.Screen asked for it.
+	Screen *Screen
+}
+
+// InputWanted describes a program blocked reading the terminal.
+type InputWanted struct {
+	Kind   InputKind // InputPassword, InputLine or InputKeys
+	Prompt string    // the last non-empty line of output: the question, trimmed
+}
+
+// InputKind is the kind of input a program waits for, told from the terminal's modes.
+type InputKind string
+
+// Kinds of input a program waits for, from the terminal's modes.
+const (
+	InputPassword InputKind = "password" // line mode without echo
+	InputLine     InputKind = "line"     // line mode with echo
+	InputKeys     InputKind = "keys"     // raw mode: each key as it is pressed
+)
+
+// InputKinds returns every InputKind, in the order they are documented, for the adapter's
+// schema enums: a new kind added here reaches the schema without a second list.
+func InputKinds() []InputKind { return []InputKind{InputPassword, InputLine, InputKeys} }
+
+// Reason is why a wait ended, as reported in ReadResult.Reason.
+type Reason string
+
+// Reasons a wait ended, as reported in ReadResult.Reason.
+const (
+	ReasonMatched Reason = "matched"
+	ReasonExited  Reason = "exited"
+	ReasonIdle    Reason = "idle"
+	ReasonTimeout Reason = "timeout"
+	ReasonPrompt  Reason = "prompt" // an integrated shell is back at its prompt
+	ReasonInput   Reason = "input"  // the program waits for input from the terminal
+	ReasonPort    Reason = "port"   // a process of the session listens on WaitPort
+)
+
+// Reasons returns every Reason, in the order they are documented, for the adapter's
+// schema enums: a new reason added here reaches the schema without a second list.
+func Reasons() []Reason {
+	return []Reason{ReasonMatched, ReasonExited, ReasonIdle, ReasonTimeout, ReasonPrompt, ReasonInput, ReasonPort}
+}
+
+// CloseResult is what Close returns: how the program ended and what it printed that was
+// never read.
+type CloseResult struct {
+	SessionID string
+	ExitCode  *int
+	Signal    *string
+	Output    string // the unread tail, cleaned, capped at DefaultMaxBytes (head and tail kept)
+}
+
+// Info describes a session for List.
+type Info struct {
+	ID, Name, Command, Dir    string
+	Pid, Cols, Rows           int
+	StartedAt, LastActivityAt time.Time
+	Exited                    bool
+	ExitCode                  *int
+	Signal                    *string
+	UnreadBytes               int64     // bytes after the read cursor still in the buffer
+	Ports                     []int     // TCP ports the session's processes listen on (Linux)
+	Commands                  []Command // the last commands, oldest first: only from Get
+}
