@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/mcp-harness/mcp-harness/pty/vt"
 )
 
 // How the emulator catches up with the output it lags behind: fed in slices, skipping
@@ -174,7 +176,7 @@ func (t *term) jump(at int64, st *vtState, line bool) {
 }
 
 // appendState appends the sequences that put emu in the modes of st.
-func appendState(b []byte, st vtState, emu emulator) []byte {
+func appendState(b []byte, st vtState, emu vt.Emulator) []byte {
 	if emu.AltScreen() != st.alt {
 		if st.alt {
 			b = append(b, "\x1b[?1049h"...)
@@ -220,7 +222,7 @@ func (t *term) applyResizes(at int64) {
 		case !fits:
 			t.emu = nil // its memory goes back; the program redraws when it comes back
 		case t.emu == nil:
-			t.emu = newEmulator(ev.cols, ev.rows)
+			t.emu = vt.New(ev.cols, ev.rows)
 		default:
 			t.emu.Resize(ev.cols, ev.rows)
 		}

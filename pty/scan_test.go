@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcp-harness/mcp-harness/pty/ring"
+	"github.com/mcp-harness/mcp-harness/pty/vt"
 )
 
 // scanAnswers scans p in pieces split at the given offsets and returns what the queries
@@ -207,7 +208,7 @@ func TestTerm_skipMatchesReplay(t *testing.T) {
 			// start from an emulator in any state.
 			s := &session{ring: ring.New(DefaultBufferSize), cols: cols, rows: rows}
 			tm := newTerm(s, cols, rows)
-			full := newEmulator(cols, rows)
+			full := vt.New(cols, rows)
 			data := out.Bytes()
 			cuts := []int{r.IntN(len(data)), r.IntN(len(data)), r.IntN(len(data)), len(data)}
 			slices.Sort(cuts)

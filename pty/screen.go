@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/pty/vt"
 )
 
 // Screen is what a session's terminal shows, as a person would see it.
@@ -69,9 +71,9 @@ type term struct {
 	// mu guards what follows; it is taken before s.mu and amu, never after them.
 	mu            sync.Mutex
 	sc            *scanner
-	emu           emulator // nil while the terminal is larger than MaxScreenCells
-	fed           int64    // offset of the next byte for the emulator
-	pending       []query  // answers not sent yet, in the order of their queries
+	emu           vt.Emulator // nil while the terminal is larger than MaxScreenCells
+	fed           int64       // offset of the next byte for the emulator
+	pending       []query     // answers not sent yet, in the order of their queries
 	buf           []byte
 	win           []byte    // rowStart's window
 	lastNew       time.Time // when the scanner last found new output
@@ -91,7 +93,7 @@ type resizeEvent struct {
 func newTerm(s *session, cols, rows int) *term {
 	t := &term{s: s, notify: make(chan struct{}, 1), sc: newScanner(cols, rows), evCols: cols, evRows: rows}
 	if cols*rows <= MaxScreenCells {
-		t.emu = newEmulator(cols, rows)
+		t.emu = vt.New(cols, rows)
 	}
 	return t
 }

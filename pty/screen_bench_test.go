@@ -17,12 +17,13 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/pty/ring"
+	"github.com/mcp-harness/mcp-harness/pty/vt"
 )
 
 // BenchmarkScreenBulk drains 20 MB of scrolling text (80-column lines) through a
 // session with the emulator on and off, alternately in one loop (the order flips every
 // round), and reports the median of each and their ratio: the read path must not slow
-// down. "snapshot-ms" is the first screen after the bulk, which the emulator, far behind,
+// down. "snapshot-ms" is the first screen after the bulk, which the vt.Emulator, far behind,
 // reaches by skipping.
 func BenchmarkScreenBulk(b *testing.B) {
 	const size = 20_000_000
@@ -104,7 +105,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // BenchmarkQueryAnswer measures, from inside a program (queryScript), the time from
 // writing a query to having its answer: the median of 20 for the device attributes
-// (answered by the scanner) and the cursor position (answered from the emulator), and
+// (answered by the scanner) and the cursor position (answered from the vt.Emulator), and
 // one cursor position query right after 8 MB of output, with the emulator far behind.
 func BenchmarkQueryAnswer(b *testing.B) {
 	py := needPython(b)
@@ -215,7 +216,7 @@ func BenchmarkParse(b *testing.B) {
 	b.Run("emulator", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
-			e := newEmulator(120, 40)
+			e := vt.New(120, 40)
 			for p := data; len(p) > 0; p = p[min(len(p), feedSlice):] {
 				e.Write(p[:min(len(p), feedSlice)])
 			}

@@ -1,4 +1,9 @@
-package pty
+// Package vt is the VT emulator a session's screen is kept in: the few things the pty
+// package asks of one, behind an interface so the implementation can be replaced, and
+// that implementation on github.com/charmbracelet/x/vt with the fixes the pty package
+// needs laid over it. It knows nothing of sessions: the pty package feeds it output and
+// reads screens from it.
+package vt
 
 import (
 	"fmt"
@@ -9,12 +14,13 @@ import (
 	"unsafe"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/charmbracelet/x/vt"
+	charmvt "github.com/charmbracelet/x/vt"
 )
 
-// emulator is the VT emulator a session's screen is kept in: the few things this package
-// asks of one, so the implementation can be replaced. It is not safe for concurrent use.
-type emulator interface {
+// Emulator is the VT emulator a session's screen is kept in: the few things the pty
+// package asks of one, so the implementation can be replaced. It is not safe for
+// concurrent use.
+type Emulator interface {
 	// Write parses output the program printed.
 	Write(p []byte)
 	// Resize changes the screen size; the content is kept as far as it fits.
@@ -37,7 +43,7 @@ type emulator interface {
 // matter to a real terminal.
 const emulatorParserData = 16 << 10
 
-// charmVT is the emulator on github.com/charmbracelet/x/vt v0.1.0, with the fixes this
+// charmVT is the emulator on github.com/charmbracelet/x/vt v0.1.0, with the fixes the pty
 // package needs laid over it:
 //   - replies to queries: vt writes them into an unbuffered pipe, so a Write that meets a
 //     query blocks until someone reads the pipe (charmbracelet/x#939). The scanner
@@ -54,13 +60,14 @@ const emulatorParserData = 16 << 10
 //     preceded by an insert of blanks as wide as it (ICH, CSI n @), which is what insert
 //     mode does.
 type charmVT struct {
-	e     *vt.Emulator
+	e     *charmvt.Emulator
 	title string
 	irm   irmFilter
 }
 
-func newEmulator(cols, rows int) emulator {
-	e := vt.NewEmulator(cols, rows)
+// New returns an Emulator of cols x rows on charmbracelet/x/vt (see charmVT).
+func New(cols, rows int) Emulator {
+	e := charmvt.NewEmulator(cols, rows)
 	if c, ok := e.InputPipe().(io.Closer); ok {
 		_ = c.Close()
 	}
@@ -84,18 +91,18 @@ func newEmulator(cols, rows int) emulator {
 // screen's scrollback or to size the parser. The field types are checked first, so a vt
 // that changes its layout gets the defaults, not memory corruption (TestEmulatorTamed
 // says so).
-func tame(e *vt.Emulator) bool {
+func tame(e *charmvt.Emulator) bool {
 	v := reflect.ValueOf(e).Elem()
 	scrs := v.FieldByName("scrs")
 	parser := v.FieldByName("parser")
 	if !scrs.IsValid() || !parser.IsValid() || // a field renamed or gone
-		scrs.Kind() != reflect.Array || scrs.Type().Elem() != reflect.TypeFor[vt.Screen]() ||
+		scrs.Kind() != reflect.Array || scrs.Type().Elem() != reflect.TypeFor[charmvt.Screen]() ||
 		parser.Type() != reflect.TypeFor[*ansi.Parser]() || parser.IsNil() {
 		e.SetScrollbackSize(1)
 		return false
 	}
 	for i := range scrs.Len() {
-		(*vt.Screen)(unsafe.Pointer(scrs.Index(i).UnsafeAddr())).SetScrollback(nil)
+		(*charmvt.Screen)(unsafe.Pointer(scrs.Index(i).UnsafeAddr())).SetScrollback(nil)
 	}
 	(*(**ansi.Parser)(unsafe.Pointer(parser.UnsafeAddr()))).SetDataSize(emulatorParserData)
 	return true
@@ -125,7 +132,7 @@ const (
 )
 
 // write parses p into e, rewriting printed characters while insert mode is on.
-func (f *irmFilter) write(e *vt.Emulator, p []byte) {
+func (f *irmFilter) write(e *charmvt.Emulator, p []byte) {
 	from := 0 // p[from:] is not written yet
 	for i := 0; i < len(p); i++ {
 		b := p[i]
@@ -199,7 +206,7 @@ func (f *irmFilter) write(e *vt.Emulator, p []byte) {
 
 // printed takes one byte of a printed character in insert mode and, once the character
 // is whole, writes the insert and the character.
-func (f *irmFilter) printed(e *vt.Emulator, b byte) {
+func (f *irmFilter) printed(e *charmvt.Emulator, b byte) {
 	f.rune = append(f.rune, b)
 	if !utf8.FullRune(f.rune) && len(f.rune) < utf8.UTFMax {
 		return

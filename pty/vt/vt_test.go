@@ -1,16 +1,15 @@
-package pty
+package vt
 
 import (
 	"reflect"
-	"runtime"
 	"testing"
 	"unsafe"
 
-	"github.com/charmbracelet/x/vt"
+	charmvt "github.com/charmbracelet/x/vt"
 	"github.com/google/go-cmp/cmp"
 )
 
-func screenOf(e emulator) []string { return e.Lines(nil) }
+func screenOf(e Emulator) []string { return e.Lines(nil) }
 
 func TestEmulator_insertMode(t *testing.T) {
 	for _, tc := range []struct {
@@ -27,7 +26,7 @@ func TestEmulator_insertMode(t *testing.T) {
 		{"an OSC is not text", "abc\r\x1b[4h\x1b]2;t\x07X\x1b[4l", "Xabc"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEmulator(10, 2)
+			e := New(10, 2)
 			for _, part := range splitBar(tc.in) {
 				e.Write([]byte(part))
 			}
@@ -54,7 +53,7 @@ func splitBar(s string) []string {
 // pipe: with nobody reading that pipe, vt blocks (charmbracelet/x#939) unless it is
 // closed.
 func TestEmulator_queriesDoNotBlock(t *testing.T) {
-	e := newEmulator(20, 5)
+	e := New(20, 5)
 	e.Write([]byte("\x1b[c\x1b[>c\x1b[5n\x1b[6n\x1b[?6n\x1b[?2004$p\x1b[4$p\x1b]10;?\x07\x1b]11;?\x1b\\\x1b[?2048hok"))
 	if got := screenOf(e)[0]; got != "ok" {
 		t.Errorf("row 0 = %q, want ok", got)
@@ -62,7 +61,7 @@ func TestEmulator_queriesDoNotBlock(t *testing.T) {
 }
 
 func TestEmulator_fixes(t *testing.T) {
-	e := newEmulator(20, 3)
+	e := New(20, 3)
 	e.Write([]byte("\x1b]0;a;b;c\x07keep\x1b[3J"))
 	if got := screenOf(e)[0]; got != "keep" {
 		t.Errorf("after ED 3: row 0 = %q, want keep (ED 3 erases saved lines only)", got)
@@ -80,19 +79,19 @@ func TestEmulator_fixes(t *testing.T) {
 // two 10,000-line scrollbacks and a 4 MiB parser buffer. A vt whose fields changed makes
 // this fail rather than waste memory unnoticed.
 func TestEmulatorTamed(t *testing.T) {
-	e := vt.NewEmulator(80, 24)
+	e := charmvt.NewEmulator(80, 24)
 	if !tame(e) {
 		t.Fatal("tame: vt's layout changed; see charmVT")
 	}
 	scrs := reflect.ValueOf(e).Elem().FieldByName("scrs")
 	for i := range scrs.Len() {
-		scr := (*vt.Screen)(unsafe.Pointer(scrs.Index(i).UnsafeAddr()))
+		scr := (*charmvt.Screen)(unsafe.Pointer(scrs.Index(i).UnsafeAddr()))
 		if scr.Scrollback() != nil {
 			t.Errorf("screen %d still has a scrollback", i)
 		}
 	}
 	// Scrolling on both screens keeps nothing.
-	var ee emulator = &charmVT{e: e}
+	var ee Emulator = &charmVT{e: e}
 	for i := 0; i < 200; i++ {
 		ee.Write([]byte("line\r\n"))
 	}
@@ -105,30 +104,8 @@ func TestEmulatorTamed(t *testing.T) {
 	}
 }
 
-// TestTerm_memory bounds what a session's terminal side costs at the default size; the
-// figure is in BENCHMARKS.md (BenchmarkTermMemory).
-func TestTerm_memory(t *testing.T) {
-	const n = 8
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	terms := make([]*term, n)
-	for i := range terms {
-		terms[i] = newTerm(&session{}, DefaultCols, DefaultRows)
-		terms[i].emu.Write([]byte("\x1b[?1049hx\x1b[?1049l"))
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(terms)
-	per := (after.HeapAlloc - before.HeapAlloc) / n
-	t.Logf("terminal side at %dx%d: %d bytes per session", DefaultCols, DefaultRows, per)
-	if per > 2<<20 {
-		t.Errorf("terminal side at %dx%d: %d bytes per session, want under 2 MiB", DefaultCols, DefaultRows, per)
-	}
-}
-
 func TestEmulator_lines(t *testing.T) {
-	e := newEmulator(8, 3)
+	e := New(8, 3)
 	e.Write([]byte("a\x1b[41m   \x1b[m\r\n日本語ab"))
 	want := []string{"a", "日本語ab", ""}
 	if diff := cmp.Diff(want, screenOf(e)); diff != "" {
