@@ -3,8 +3,6 @@ package pty
 import (
 	"bytes"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/mcp-harness/mcp-harness/pty/vt"
 )
@@ -18,7 +16,7 @@ import (
 // it is far behind, and answers the cursor position queries it passes. budget, when not
 // zero, bounds the bytes parsed. The caller holds mu.
 func (t *term) advance(target, budget int64) {
-	target = min(target, t.sc.pos)
+	target = min(target, t.sc.Pos())
 	for {
 		t.applyResizes(t.fed)
 		t.answerCPRs()
@@ -86,36 +84,37 @@ func (t *term) skip(target int64) {
 	if target-t.fed < skipMin {
 		return
 	}
-	p, ok := t.sc.point(t.fed, target)
-	if at, found := t.lineSkip(target); found && at > t.fed && (!ok || at > p.at) {
-		t.jump(at, &t.sc.st, true)
+	p, ok := t.sc.Point(t.fed, target)
+	if at, found := t.lineSkip(target); found && at > t.fed && (!ok || at > p.At) {
+		t.jump(at, t.sc.State(), true)
 		return
 	}
 	if !ok {
 		return
 	}
-	if a := p.alt; a != nil && t.fed < a.enter {
+	if a := p.Alt; a != nil && t.fed < a.Enter {
 		// A point on the alternate screen, or where it is left: the main screen must be
 		// as it was when the alternate one was entered. Draw it from its last rows, or
 		// from its last skip point.
-		if at, found := t.rowStart(a.rows); found && at > t.fed && at > a.main.at {
-			t.jump(at, &a.rows.st, true)
-		} else if a.main.at > t.fed {
-			t.jump(a.main.at, &a.main.st, false)
+		if at, found := t.rowStart(a.Rows); found && at > t.fed && at > a.Main.At {
+			t.jump(at, &a.Rows.State, true)
+		} else if a.Main.At > t.fed {
+			t.jump(a.Main.At, &a.Main.State, false)
 		}
-		t.feedTo(a.enter)
+		t.feedTo(a.Enter)
 	}
-	t.jump(p.at, &p.st, false)
+	t.jump(p.At, &p.State, false)
 }
 
 // lineSkip returns where the last screenfuls of rows before target begin, when they were
 // printed on the main screen after the last barrier: from there on they are all the
 // screen shows. The modes there are the scanner's: no barrier came since.
 func (t *term) lineSkip(target int64) (int64, bool) {
-	if t.sc.st.alt || t.sc.barrierAt > target {
+	if t.sc.State().Alt || t.sc.BarrierAt() > target {
 		return 0, false
 	}
-	return t.rowStart(rowSpan{from: t.sc.barrierAt, to: target, cols: t.sc.cols, rows: t.sc.rows})
+	cols, rows := t.sc.Size()
+	return t.rowStart(vt.RowSpan{From: t.sc.BarrierAt(), To: target, Cols: cols, Rows: rows})
 }
 
 // maxRowWindow bounds how much output rowStart reads back to find the last screenfuls.
@@ -124,17 +123,17 @@ const maxRowWindow = 1 << 20
 // rowStart returns where the last 2*rows rows of the span begin, if it holds that many:
 // the line model runs over its end, from a window of a few screenfuls of bytes, wider
 // while that is not enough.
-func (t *term) rowStart(span rowSpan) (int64, bool) {
-	w := int64(2*span.rows*(span.cols+1) + 4096)
+func (t *term) rowStart(span vt.RowSpan) (int64, bool) {
+	w := int64(2*span.Rows*(span.Cols+1) + 4096)
 	for {
-		lo := max(span.from, span.to-w)
+		lo := max(span.From, span.To-w)
 		t.s.mu.Lock()
 		oldest := t.s.ring.Start()
 		lo = max(lo, oldest)
-		t.win, _ = t.s.ring.AppendRange(t.win[:0], lo, span.to)
+		t.win, _ = t.s.ring.AppendRange(t.win[:0], lo, span.To)
 		t.s.mu.Unlock()
 		data, base := t.win, lo
-		if lo > span.from {
+		if lo > span.From {
 			// Mid-output: start after a line feed, where text most likely is.
 			i := bytes.IndexByte(data, '\n')
 			if i < 0 {
@@ -143,12 +142,12 @@ func (t *term) rowStart(span rowSpan) (int64, bool) {
 				data, base = data[i+1:], base+int64(i+1)
 			}
 		}
-		ls := newLineScanner(base, span.cols, span.rows)
-		ls.scan(data)
-		if at, ok := ls.rowStart(); ok {
+		ls := vt.NewLineScanner(base, span.Cols, span.Rows)
+		ls.Scan(data)
+		if at, ok := ls.RowStart(); ok {
 			return at, true
 		}
-		if lo == span.from || w >= maxRowWindow || lo <= oldest {
+		if lo == span.From || w >= maxRowWindow || lo <= oldest {
 			return 0, false
 		}
 		w *= 4
@@ -158,7 +157,7 @@ func (t *term) rowStart(span rowSpan) (int64, bool) {
 // jump makes the emulator go on from offset at without parsing what lies before it: the
 // resizes in between are applied, the modes in st (the scanner's at that place) are
 // restored, and for a skip into scrolling text (line) the cursor starts a new row.
-func (t *term) jump(at int64, st *vtState, line bool) {
+func (t *term) jump(at int64, st *vt.State, line bool) {
 	t.applyResizes(at)
 	t.fed = at
 	if t.emu == nil {
@@ -167,48 +166,12 @@ func (t *term) jump(at int64, st *vtState, line bool) {
 	// CAN ends any sequence the emulator was in the middle of.
 	pre := []byte{0x18}
 	if st != nil {
-		pre = appendState(pre, *st, t.emu)
+		pre = vt.AppendState(pre, *st, t.emu)
 	}
 	if line {
 		pre = append(pre, "\r\n"...)
 	}
 	t.emu.Write(pre)
-}
-
-// appendState appends the sequences that put emu in the modes of st.
-func appendState(b []byte, st vtState, emu vt.Emulator) []byte {
-	if emu.AltScreen() != st.alt {
-		if st.alt {
-			b = append(b, "\x1b[?1049h"...)
-		} else {
-			b = append(b, "\x1b[?1049l"...)
-		}
-	}
-	for _, m := range slices.Sorted(maps.Keys(st.dec)) {
-		if m == 1047 || m == 1048 || m == 1049 {
-			continue // the screen is switched above; 1048 would move the cursor
-		}
-		b = fmt.Appendf(b, "\x1b[?%d%c", m, hl(st.dec[m]))
-	}
-	for _, m := range slices.Sorted(maps.Keys(st.ansi)) {
-		b = fmt.Appendf(b, "\x1b[%d%c", m, hl(st.ansi[m]))
-	}
-	if st.top == 0 && st.bottom == 0 {
-		b = append(b, "\x1b[r"...)
-	} else {
-		b = fmt.Appendf(b, "\x1b[%d;%dr", st.top, st.bottom)
-	}
-	if st.title != emu.Title() {
-		b = fmt.Appendf(b, "\x1b]2;%s\x07", st.title)
-	}
-	return b
-}
-
-func hl(set bool) byte {
-	if set {
-		return 'h'
-	}
-	return 'l'
 }
 
 // applyResizes applies the resizes recorded at or before offset at.
@@ -233,7 +196,7 @@ func (t *term) applyResizes(at int64) {
 func (t *term) answerCPRs() {
 	for i := range t.pending {
 		q := &t.pending[i]
-		if q.reply != nil || q.at > t.fed {
+		if q.Reply != nil || q.At > t.fed {
 			continue
 		}
 		row, col := 0, 0
@@ -242,12 +205,13 @@ func (t *term) answerCPRs() {
 		} else {
 			// No emulator (a terminal too large to keep): the start of the last row,
 			// the usual place after output, beats no answer at all.
-			row = t.sc.rows - 1
+			_, rows := t.sc.Size()
+			row = rows - 1
 		}
-		if q.ext {
-			q.reply = fmt.Appendf(nil, "\x1b[?%d;%d;1R", row+1, col+1)
+		if q.Ext {
+			q.Reply = fmt.Appendf(nil, "\x1b[?%d;%d;1R", row+1, col+1)
 		} else {
-			q.reply = fmt.Appendf(nil, "\x1b[%d;%dR", row+1, col+1)
+			q.Reply = fmt.Appendf(nil, "\x1b[%d;%dR", row+1, col+1)
 		}
 	}
 }

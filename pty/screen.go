@@ -70,10 +70,10 @@ type term struct {
 
 	// mu guards what follows; it is taken before s.mu and amu, never after them.
 	mu            sync.Mutex
-	sc            *scanner
+	sc            *vt.Scanner
 	emu           vt.Emulator // nil while the terminal is larger than MaxScreenCells
 	fed           int64       // offset of the next byte for the emulator
-	pending       []query     // answers not sent yet, in the order of their queries
+	pending       []vt.Query     // answers not sent yet, in the order of their queries
 	buf           []byte
 	win           []byte    // rowStart's window
 	lastNew       time.Time // when the scanner last found new output
@@ -91,7 +91,7 @@ type resizeEvent struct {
 }
 
 func newTerm(s *session, cols, rows int) *term {
-	t := &term{s: s, notify: make(chan struct{}, 1), sc: newScanner(cols, rows), evCols: cols, evRows: rows}
+	t := &term{s: s, notify: make(chan struct{}, 1), sc: vt.NewScanner(cols, rows), evCols: cols, evRows: rows}
 	if cols*rows <= MaxScreenCells {
 		t.emu = vt.New(cols, rows)
 	}
@@ -170,11 +170,11 @@ func (t *term) run(readerDone <-chan struct{}) {
 func (t *term) step() (again time.Duration, bulk bool) {
 	t.mu.Lock()
 	now := time.Now()
-	before := t.sc.pos
+	before := t.sc.Pos()
 	found, full := t.scanAll()
 	if found {
 		t.lastNew = now
-		if t.sc.pos-before > burst {
+		if t.sc.Pos()-before > burst {
 			t.lastBurst = now
 			bulk = true
 		}
@@ -187,7 +187,7 @@ func (t *term) step() (again time.Duration, bulk bool) {
 		// A program waits for its cursor position: catch up to its query now.
 		t.advance(at, 0)
 		again = time.Microsecond // the rest as usual, after the answer is out
-	} else if backlog := t.sc.pos - t.fed; backlog > 0 {
+	} else if backlog := t.sc.Pos() - t.fed; backlog > 0 {
 		quiet := now.Sub(t.lastNew) >= quietGap
 		switch {
 		case !quiet && (now.Sub(t.lastBurst) < quietGap || backlog > feedSlice):
@@ -196,13 +196,13 @@ func (t *term) step() (again time.Duration, bulk bool) {
 		case !quiet && now.Before(t.throttleUntil):
 			again = t.throttleUntil.Sub(now)
 		default:
-			t.advance(t.sc.pos, feedSlice)
+			t.advance(t.sc.Pos(), feedSlice)
 			end := time.Now()
 			if !quiet {
 				// While output flows, the emulator takes at most a third of a CPU.
 				t.throttleUntil = end.Add(2 * end.Sub(now))
 			}
-			if t.fed < t.sc.pos {
+			if t.fed < t.sc.Pos() {
 				again = max(t.throttleUntil.Sub(end), time.Microsecond)
 			}
 		}
@@ -215,7 +215,7 @@ func (t *term) step() (again time.Duration, bulk bool) {
 // caller) so a program slow to read them holds up nothing but the answers after them.
 func (t *term) flush() {
 	n := 0
-	for n < len(t.pending) && t.pending[n].reply != nil {
+	for n < len(t.pending) && t.pending[n].Reply != nil {
 		n++
 	}
 	if n == 0 {
@@ -229,7 +229,7 @@ func (t *term) flush() {
 	defer t.amu.Unlock()
 	deadline := time.Now().Add(answerTimeout)
 	for _, q := range out {
-		if _, err := t.s.write(context.Background(), q.reply, deadline); err != nil {
+		if _, err := t.s.write(context.Background(), q.Reply, deadline); err != nil {
 			return // gone, or not reading its input: the rest would fare no better
 		}
 	}
@@ -266,28 +266,28 @@ func (t *term) scanTo(stop int64, drop bool) (found, full bool) {
 			limit = min(limit, t.scanEv[0].at)
 		}
 		t.evMu.Unlock()
-		if t.sc.pos < start {
-			t.sc.gap(start) // what was not scanned in time is gone: its queries too
+		if t.sc.Pos() < start {
+			t.sc.Gap(start) // what was not scanned in time is gone: its queries too
 		}
-		limit = min(limit, t.sc.pos+64<<10)
-		t.buf, _ = t.s.ring.AppendRange(t.buf[:0], t.sc.pos, limit)
+		limit = min(limit, t.sc.Pos()+64<<10)
+		t.buf, _ = t.s.ring.AppendRange(t.buf[:0], t.sc.Pos(), limit)
 		t.s.mu.Unlock()
 		if len(t.buf) > 0 {
 			found = true
-			t.sc.scan(t.buf)
-			t.pending = append(t.pending, t.sc.take()...)
+			t.sc.Scan(t.buf)
+			t.pending = append(t.pending, t.sc.Take()...)
 			if drop && len(t.pending) > maxPending {
 				clear(t.pending[maxPending:]) // let their replies go
 				t.pending = t.pending[:maxPending]
 			}
 		}
 		t.evMu.Lock()
-		for len(t.scanEv) > 0 && t.scanEv[0].at <= t.sc.pos {
-			t.sc.resize(t.scanEv[0].cols, t.scanEv[0].rows)
+		for len(t.scanEv) > 0 && t.scanEv[0].at <= t.sc.Pos() {
+			t.sc.Resize(t.scanEv[0].cols, t.scanEv[0].rows)
 			t.scanEv = t.scanEv[1:]
 		}
 		t.evMu.Unlock()
-		if t.sc.pos >= end {
+		if t.sc.Pos() >= end {
 			return found, false
 		}
 	}
@@ -296,8 +296,8 @@ func (t *term) scanTo(stop int64, drop bool) (found, full bool) {
 // firstCPR returns where the oldest unanswered cursor position query ends.
 func (t *term) firstCPR() (int64, bool) {
 	for _, q := range t.pending {
-		if q.reply == nil {
-			return q.at, true
+		if q.Reply == nil {
+			return q.At, true
 		}
 	}
 	return 0, false

@@ -207,9 +207,9 @@ func BenchmarkParse(b *testing.B) {
 	b.Run("scanner", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
-			sc := newScanner(120, 40)
+			sc := vt.NewScanner(120, 40)
 			for p := data; len(p) > 0; p = p[min(len(p), 64<<10):] {
-				sc.scan(p[:min(len(p), 64<<10)])
+				sc.Scan(p[:min(len(p), 64<<10)])
 			}
 		}
 	})

@@ -1,13 +1,13 @@
-package pty
+package vt
 
 import "bytes"
 
-// scanner reads a session's output the way a terminal parses it, but only for what must
+// Scanner reads a session's output the way a terminal parses it, but only for what must
 // not wait for the emulator, which is a thousand times slower: it answers the questions
 // programs ask the terminal, keeps the modes they set (for mode queries, and to restore
 // them when the emulator skips ahead), and finds the places the emulator may skip to.
 // It runs over every byte the program prints, in order, on the session's terminal
-// goroutine (see term), never in the read loop.
+// goroutine (the pty package's term), never in the read loop.
 //
 // Answers (DESIGN.md, "The terminal answers and has a screen"):
 //
@@ -24,7 +24,7 @@ import "bytes"
 //
 // Colours are those a program set with OSC 10/11/12, else white text and cursor on
 // black, the emulator's defaults.
-type scanner struct {
+type Scanner struct {
 	state  scanState
 	pos    int64 // offset in the stream of the next byte to scan
 	seqAt  int64 // offset of the ESC that began the sequence being read
@@ -41,19 +41,19 @@ type scanner struct {
 	prevCSIHome           bool
 
 	cols, rows int
-	st         vtState
-	lastMain   anchor // the newest skip point on the main screen
+	st         State
+	lastMain   Anchor // the newest skip point on the main screen
 
 	// barrierAt is where the last barrier began: a sequence that moves the cursor
 	// elsewhere, switches screens or changes how text flows, a resize, a gap. The rows
 	// printed after it tell what the screen shows, and a skip may go to the start of
-	// its last screenfuls (term.rowStart).
+	// its last screenfuls (the pty package's term.rowStart).
 	barrierAt int64
 
-	// The line model, run by term.rowStart over the output after the last barrier (lines
-	// set), never over all of it: col is where the cursor would be if the output were
-	// plain text, and marks holds the offsets where the last 2*rows rows began (after a
-	// line feed or where a long line wrapped).
+	// The line model, run by the pty package's term.rowStart over the output after the
+	// last barrier (lines set), never over all of it: col is where the cursor would be
+	// if the output were plain text, and marks holds the offsets where the last 2*rows
+	// rows began (after a line feed or where a long line wrapped).
 	lines bool
 	col   int
 	marks []int64
@@ -62,12 +62,12 @@ type scanner struct {
 
 	// points are where the emulator may restart from, oldest first: full-screen clears,
 	// screen switches and resets, with the modes in force there.
-	points []skipPoint
+	points []SkipPoint
 	// While the alternate screen is shown, session is where it was entered and what the
 	// main screen, hidden meanwhile, needs to be redrawn from.
-	session altSession
+	session AltSession
 	// out holds the queries found and not yet taken by the terminal, in order.
-	out []query
+	out []Query
 }
 
 type scanState uint8
@@ -90,53 +90,67 @@ const (
 	maxPoints = 8 // skip points kept; only the newest ones before a target are ever used
 )
 
-// query is a question found in the output. reply is the answer to send, or nil for a
+// Query is a question found in the output. Reply is the answer to send, or nil for a
 // cursor position report, which the terminal makes from the emulator's cursor once the
-// emulator has got to at.
-type query struct {
-	at    int64 // offset just after the query
-	reply []byte
-	ext   bool // a CPR of the DEC form (CSI ? 6 n)
+// emulator has got to At.
+type Query struct {
+	At    int64 // offset just after the query
+	Reply []byte
+	Ext   bool // a CPR of the DEC form (CSI ? 6 n)
 }
 
-func newScanner(cols, rows int) *scanner {
-	return &scanner{cols: cols, rows: rows, lastMain: anchor{at: -1}}
+// NewScanner returns a scanner for a terminal of cols x rows, at the start of the output.
+func NewScanner(cols, rows int) *Scanner {
+	return &Scanner{cols: cols, rows: rows, lastMain: Anchor{At: -1}}
 }
 
-// newLineScanner returns a scanner that runs the line model from offset at.
-func newLineScanner(at int64, cols, rows int) *scanner {
-	return &scanner{pos: at, cols: cols, rows: rows, lines: true, marks: make([]int64, 2*rows), lastMain: anchor{at: -1}}
+// NewLineScanner returns a scanner that runs the line model from offset at.
+func NewLineScanner(at int64, cols, rows int) *Scanner {
+	return &Scanner{pos: at, cols: cols, rows: rows, lines: true, marks: make([]int64, 2*rows), lastMain: Anchor{At: -1}}
 }
 
-// resize sets the size answers report; it is a barrier.
-func (sc *scanner) resize(cols, rows int) {
+// Resize sets the size answers report; it is a barrier.
+func (sc *Scanner) Resize(cols, rows int) {
 	sc.cols, sc.rows = cols, rows
 	sc.barrierAt = sc.pos
 }
 
-// gap restarts parsing at off after output that was never scanned (it fell out of the
+// Gap restarts parsing at off after output that was never scanned (it fell out of the
 // ring): whatever sequence was open is lost.
-func (sc *scanner) gap(off int64) {
+func (sc *Scanner) Gap(off int64) {
 	sc.state = sGround
 	sc.pos = off
 	sc.barrierAt = off
 }
 
-// take returns the queries found so far and forgets them.
-func (sc *scanner) take() []query {
+// Take returns the queries found so far and forgets them.
+func (sc *Scanner) Take() []Query {
 	q := sc.out
 	sc.out = nil
 	return q
 }
 
+// Pos is the offset in the stream of the next byte to scan.
+func (sc *Scanner) Pos() int64 { return sc.pos }
+
+// Size is the terminal size the answers report.
+func (sc *Scanner) Size() (cols, rows int) { return sc.cols, sc.rows }
+
+// BarrierAt is where the last barrier began (see barrierAt).
+func (sc *Scanner) BarrierAt() int64 { return sc.barrierAt }
+
+// State is the terminal's modes as the scanner has read them so far; a skip to Pos
+// restores them. The caller must not keep it past the next Scan.
+func (sc *Scanner) State() *State { return &sc.st }
+
 // barrier records that the sequence being read is one (see barrierAt).
-func (sc *scanner) barrier() {
+func (sc *Scanner) barrier() {
 	sc.barrierAt = sc.seqAt
 	sc.mlen, sc.mhead = 0, 0
 }
 
-// scan parses p, the output from sc.pos on.
-func (sc *scanner) scan(p []byte) {
+// Scan parses p, the output from Pos on.
+func (sc *Scanner) Scan(p []byte) {
 	base := sc.pos
 	for i := 0; i < len(p); i++ {
 		b := p[i]
@@ -301,7 +315,7 @@ func (sc *scanner) scan(p []byte) {
 
 // inSequence handles a control byte met inside an ESC or CSI sequence: CAN and SUB
 // cancel it, ESC starts another, the rest act as they do in text.
-func (sc *scanner) inSequence(b byte, at int64) {
+func (sc *Scanner) inSequence(b byte, at int64) {
 	switch {
 	case b == 0x18 || b == 0x1a:
 		sc.state = sGround
@@ -316,7 +330,7 @@ func (sc *scanner) inSequence(b byte, at int64) {
 }
 
 // control acts on a C0 control character for the line model.
-func (sc *scanner) control(b byte, at int64) {
+func (sc *Scanner) control(b byte, at int64) {
 	if !sc.lines {
 		return
 	}
@@ -333,7 +347,7 @@ func (sc *scanner) control(b byte, at int64) {
 	}
 }
 
-func (sc *scanner) escape(b byte, at int64) {
+func (sc *Scanner) escape(b byte, at int64) {
 	sc.state = sGround
 	switch {
 	case b == '[':
@@ -346,7 +360,7 @@ func (sc *scanner) escape(b byte, at int64) {
 	case b >= 0x20 && b <= 0x2f:
 		sc.state = sEscInter
 	case b == 'c': // RIS: full reset, to the main screen, cleared
-		sc.st = vtState{}
+		sc.st = State{}
 		sc.barrier()
 		sc.addPoint(sc.seqAt, false)
 	case b == '7' || b == '8' || b == 'M' || b == 'D' || b == 'E':
@@ -358,7 +372,7 @@ func (sc *scanner) escape(b byte, at int64) {
 }
 
 // param returns parameter i, or def when it is missing or zero.
-func (sc *scanner) param(i, def int) int {
+func (sc *Scanner) param(i, def int) int {
 	if i >= sc.np || sc.params[i] == 0 {
 		return def
 	}

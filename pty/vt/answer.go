@@ -1,4 +1,4 @@
-package pty
+package vt
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 )
 
 // The answers to terminal queries and the modes they report, which the scanner gives as
-// soon as it reads a query (see scanner).
+// soon as it reads a query (see Scanner).
 
 // Modes a DECRQM is answered for, with their defaults: those the emulator implements.
 // Any other mode is reported as not recognized (0).
@@ -19,7 +19,7 @@ var (
 	}
 	ansiModes = map[int]bool{4: false, 20: false}
 	// barrierDEC and barrierANSI change where text goes: after one, the rows printed no
-	// longer tell what the screen shows (see scanner.barrierAt).
+	// longer tell what the screen shows (see Scanner.barrierAt).
 	barrierDEC  = map[int]bool{6: true, 7: true, 69: true, 1047: true, 1049: true}
 	barrierANSI = map[int]bool{4: true, 20: true}
 )
@@ -27,7 +27,7 @@ var (
 var defaultColors = [3]string{"rgb:ffff/ffff/ffff", "rgb:0000/0000/0000", "rgb:ffff/ffff/ffff"}
 
 // csi acts on a complete control sequence with final byte f; end is the offset after it.
-func (sc *scanner) csi(f byte, end int64) {
+func (sc *Scanner) csi(f byte, end int64) {
 	home := false
 	defer func() {
 		sc.prevCSIAt, sc.prevCSIEnd, sc.prevCSIHome = sc.seqAt, end, home
@@ -51,7 +51,7 @@ func (sc *scanner) csi(f byte, end int64) {
 			sc.setModes(f == 'h', true)
 		case 'n':
 			if sc.param(0, 0) == 6 {
-				sc.out = append(sc.out, query{at: end, ext: true})
+				sc.out = append(sc.out, Query{At: end, Ext: true})
 			}
 		case 'u', 'c', 'S', 'm':
 			// kitty keyboard query, DA replies, sixel/XTSMGRAPHICS, modifier queries: no effect
@@ -82,7 +82,7 @@ func (sc *scanner) csi(f byte, end int64) {
 		case 5:
 			sc.answer(end, []byte("\x1b[0n"))
 		case 6:
-			sc.out = append(sc.out, query{at: end})
+			sc.out = append(sc.out, Query{At: end})
 		}
 	case 'c':
 		if sc.param(0, 0) == 0 {
@@ -99,9 +99,9 @@ func (sc *scanner) csi(f byte, end int64) {
 		sc.setModes(f == 'h', false)
 	case 'r':
 		sc.barrier()
-		sc.st.top, sc.st.bottom = 0, 0
+		sc.st.Top, sc.st.Bottom = 0, 0
 		if sc.np > 0 {
-			sc.st.top, sc.st.bottom = sc.param(0, 1), sc.param(1, sc.rows)
+			sc.st.Top, sc.st.Bottom = sc.param(0, 1), sc.param(1, sc.rows)
 		}
 	case 'J':
 		sc.barrier()
@@ -110,7 +110,7 @@ func (sc *scanner) csi(f byte, end int64) {
 			if sc.prevCSIHome && sc.prevCSIEnd == at {
 				at = sc.prevCSIAt
 			}
-			sc.addPoint(at, sc.st.alt)
+			sc.addPoint(at, sc.st.Alt)
 		}
 	case 'H', 'f':
 		sc.barrier()
@@ -121,7 +121,7 @@ func (sc *scanner) csi(f byte, end int64) {
 }
 
 // setModes records the modes of an SM or RM sequence.
-func (sc *scanner) setModes(set, dec bool) {
+func (sc *Scanner) setModes(set, dec bool) {
 	for i := range max(sc.np, 1) {
 		mode := sc.param(i, 0)
 		if mode == 0 {
@@ -131,39 +131,39 @@ func (sc *scanner) setModes(set, dec bool) {
 			if mode == 1047 || mode == 1049 {
 				// A skip point at the switch itself: from here on the screen shown is the
 				// alternate one, cleared, or the main one as it was.
-				if sc.st.alt != set {
+				if sc.st.Alt != set {
 					if set {
 						sc.enterAlt(sc.seqAt)
 					}
 					sc.addPoint(sc.seqAt, true)
 				}
-				sc.st.alt = set
+				sc.st.Alt = set
 			}
 			if barrierDEC[mode] {
 				sc.barrier()
 			}
-			if sc.st.dec == nil {
-				sc.st.dec = map[int]bool{}
+			if sc.st.Dec == nil {
+				sc.st.Dec = map[int]bool{}
 			}
-			sc.st.dec[mode] = set
+			sc.st.Dec[mode] = set
 			continue
 		}
 		if barrierANSI[mode] {
 			sc.barrier()
 		}
-		if sc.st.ansi == nil {
-			sc.st.ansi = map[int]bool{}
+		if sc.st.ANSI == nil {
+			sc.st.ANSI = map[int]bool{}
 		}
-		sc.st.ansi[mode] = set
+		sc.st.ANSI[mode] = set
 	}
 }
 
 // reportMode answers DECRQM for mode.
-func (sc *scanner) reportMode(mode int) []byte {
-	known, set := ansiModes, sc.st.ansi
+func (sc *Scanner) reportMode(mode int) []byte {
+	known, set := ansiModes, sc.st.ANSI
 	format := "\x1b[%d;%d$y"
 	if sc.priv == '?' {
-		known, set = decModes, sc.st.dec
+		known, set = decModes, sc.st.Dec
 		format = "\x1b[?%d;%d$y"
 	}
 	v := 0 // not recognized
@@ -180,13 +180,13 @@ func (sc *scanner) reportMode(mode int) []byte {
 	return fmt.Appendf(nil, format, mode, v)
 }
 
-func (sc *scanner) answer(at int64, reply []byte) {
-	sc.out = append(sc.out, query{at: at, reply: reply})
+func (sc *Scanner) answer(at int64, reply []byte) {
+	sc.out = append(sc.out, Query{At: at, Reply: reply})
 }
 
 // oscEnd acts on a complete OSC; st is the terminator it came with, which a reply uses
 // too.
-func (sc *scanner) oscEnd(end int64, st string) {
+func (sc *Scanner) oscEnd(end int64, st string) {
 	if sc.oscBig {
 		return
 	}
@@ -197,7 +197,7 @@ func (sc *scanner) oscEnd(end int64, st string) {
 	}
 	switch {
 	case cmd == 0 || cmd == 2:
-		sc.st.title = rest
+		sc.st.Title = rest
 	case cmd >= 10 && cmd <= 12:
 		// OSC 10;a;b sets or queries 10 with a and 11 with b: xterm chains them.
 		for i, item := range strings.Split(rest, ";") {
@@ -206,17 +206,17 @@ func (sc *scanner) oscEnd(end int64, st string) {
 				break
 			}
 			if item == "?" {
-				c := sc.st.colors[k]
+				c := sc.st.Colors[k]
 				if c == "" {
 					c = defaultColors[k]
 				}
 				sc.answer(end, fmt.Appendf(nil, "\x1b]%d;%s%s", 10+k, c, st))
 			} else if c, ok := parseColor(item); ok {
-				sc.st.colors[k] = c
+				sc.st.Colors[k] = c
 			}
 		}
 	case cmd >= 110 && cmd <= 112:
-		sc.st.colors[cmd-110] = ""
+		sc.st.Colors[cmd-110] = ""
 	}
 }
 

@@ -1,8 +1,9 @@
-// Package vt is the VT emulator a session's screen is kept in: the few things the pty
-// package asks of one, behind an interface so the implementation can be replaced, and
-// that implementation on github.com/charmbracelet/x/vt with the fixes the pty package
-// needs laid over it. It knows nothing of sessions: the pty package feeds it output and
-// reads screens from it.
+// Package vt is the terminal side of a session as pure code: a Scanner that reads every
+// byte of the output fast, answers the queries programs wait on and finds where the
+// screen starts afresh, and the Emulator that keeps the screen, slowly, on
+// github.com/charmbracelet/x/vt with the fixes it needs laid over it. It knows nothing
+// of sessions: the pty package feeds both from its ring buffer, on its own goroutine,
+// and decides when the emulator may skip ahead.
 package vt
 
 import (
