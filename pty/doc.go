@@ -76,20 +76,20 @@
 //   - Every session has a terminal side (screen.go): a scanner that reads all output on
 //     its own goroutine and answers the terminal queries programs wait on (vt.Scanner
 //     lists them), and a VT emulator (vt.Emulator) that keeps the screen for
-//     ReadOptions.Screen.
-//     Answers go out in query order; a cursor position report waits for the emulator to
-//     reach its query. The emulator may lag: while output arrives in bulk it waits for a
-//     pause, then skips to the newest place the screen starts afresh (a full clear, a
-//     screen switch, a reset, or the last two screenfuls of plain scrolling rows); a
-//     snapshot or a cursor query catches it up first. A screen reflects at least the
-//     output up to the call's Cursor. Terminals over MaxScreenCells have no emulator.
+//     ReadOptions.Screen. Answers go out in query order; a cursor position report waits
+//     for the emulator to reach its query. The emulator may lag: while output arrives in
+//     bulk it waits for a pause, then skips to the newest place the screen starts afresh
+//     (a full clear, a screen switch, a reset, or the last two screenfuls of plain
+//     scrolling rows); a snapshot or a cursor query catches it up first. A screen
+//     reflects at least the output up to the call's Cursor. Terminals over
+//     MaxScreenCells have no emulator.
 //
-// What touches no session state lives in subpackages, which know nothing of this one:
-// ring (the output buffer, by absolute offset), clean (terminal output as the text a
-// person reads, capped, and WaitFor matched against it as it streams), marks (shell
-// integration marks read out of the stream) and vt (the terminal's query answers, skip
-// points and emulator behind the screen).
-// This package owns the sessions, their goroutines and locks, and what the kernel knows.
+// What touches no session state lives in subpackages, which know nothing of this one: ring
+// (the output buffer, by absolute offset), clean (terminal output as the text a person
+// reads, capped, and WaitFor matched against it as it streams), marks (shell integration
+// marks read out of the stream) and vt (the terminal's query answers, skip points and
+// emulator behind the screen). This package owns the sessions, their goroutines and locks,
+// and what the kernel knows.
 //
 // Every error a caller can act on wraps one of the Err* sentinels (or is a typed error
 // that matches one with errors.Is), so the MCP adapter maps errors to codes without

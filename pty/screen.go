@@ -73,7 +73,7 @@ type term struct {
 	sc            *vt.Scanner
 	emu           vt.Emulator // nil while the terminal is larger than MaxScreenCells
 	fed           int64       // offset of the next byte for the emulator
-	pending       []vt.Query     // answers not sent yet, in the order of their queries
+	pending       []vt.Query  // answers not sent yet, in the order of their queries
 	buf           []byte
 	win           []byte    // rowStart's window
 	lastNew       time.Time // when the scanner last found new output
