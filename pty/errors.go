@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mcp-harness/mcp-harness/internal/quote"
+	"github.com/mcp-harness/mcp-harness/pty/vt"
 )
 
 // Sentinel errors. Callers (the MCP adapter) map them to stable codes with errors.Is, so
@@ -77,7 +78,7 @@ type UnknownKeyError struct {
 
 // Error names the key and lists the valid ones.
 func (e *UnknownKeyError) Error() string {
-	return fmt.Sprintf("%s %s; valid keys: %s", ErrUnknownKey, quote.Short(e.Name), keySummary)
+	return fmt.Sprintf("%s %s; valid keys: %s", ErrUnknownKey, quote.Short(e.Name), vt.KeySummary)
 }
 
 // Is makes errors.Is(err, ErrUnknownKey) true for an *UnknownKeyError.

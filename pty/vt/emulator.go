@@ -3,7 +3,8 @@
 // screen starts afresh, and the Emulator that keeps the screen, slowly, on
 // github.com/charmbracelet/x/vt with the fixes it needs laid over it. It knows nothing
 // of sessions: the pty package feeds both from its ring buffer, on its own goroutine,
-// and decides when the emulator may skip ahead.
+// and decides when the emulator may skip ahead. The other direction is here too: Key
+// gives the bytes a terminal sends for a key name.
 package vt
 
 import (
