@@ -10,14 +10,14 @@ import (
 )
 
 // exchange is the body of IO and of Open's first read: write input (or type a run's
-// command line), wait, read. It runs in phases, each of which takes the session lock
-// once, so what one phase sees of the session is consistent and the reader goroutine
-// is never held up for longer than one phase's bookkeeping:
+// command line), wait, read. It runs in phases. Those that look at the session take its
+// lock once each, so what a phase sees is consistent and the reader goroutine is held
+// up by one phase's bookkeeping at most; the two waits look once per wake-up:
 //
 //   - beginExchange: where the read starts, what the state refuses, typed input noted;
-//   - prepareRun (a run only): wait for the shell's prompt and type the command line;
+//   - prepareRun (a run only, a wait): the shell back at its prompt, the line recorded;
 //   - writeInput: deliver the input (the lock only to take back a run that went nowhere);
-//   - await: wait for the first reason to return (its own loop);
+//   - await (a wait): the first reason to return;
 //   - collectResult: the command reported, the cursor moved, the output copied out.
 func (m *Manager) exchange(ctx context.Context, op string, s *session, in Input, ro readOpts, opening bool) (ReadResult, error) {
 	deadline := time.Now().Add(ro.timeout)
