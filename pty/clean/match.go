@@ -58,6 +58,8 @@ type Matcher struct {
 	nextCheck time.Time
 }
 
+// NewMatcher returns a Matcher for re over text capped at maxBytes, as the read that
+// waits for it will return it.
 func NewMatcher(re *regexp.Regexp, maxBytes int) *Matcher {
 	mt := &Matcher{re: re, maxBytes: maxBytes, span: matchWindow, from: -1, checked: -1}
 	tree, err := syntax.Parse(re.String(), syntax.Perl)
