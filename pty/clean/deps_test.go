@@ -6,7 +6,8 @@ import (
 	"github.com/mcp-harness/mcp-harness/internal/deptest"
 )
 
-// TestDeps keeps clean pure: of this project only the ring it reads from, so that it stays text over bytes.
+// TestDeps keeps clean pure: of this project only the ring it reads from, so that it
+// stays text over bytes.
 func TestDeps(t *testing.T) {
 	banned := deptest.NoAdapters()
 	banned[deptest.Module] = "clean is text over bytes: of this project it reads only the ring buffer"

@@ -6,7 +6,8 @@ import (
 	"github.com/mcp-harness/mcp-harness/internal/deptest"
 )
 
-// TestDeps keeps marks pure: nothing of this project, so that it stays a filter over bytes.
+// TestDeps keeps marks pure: nothing of this project, so that it stays a filter over
+// bytes.
 func TestDeps(t *testing.T) {
 	banned := deptest.NoAdapters()
 	banned[deptest.Module] = "marks is a filter over bytes: it uses no package of this project"

@@ -6,7 +6,8 @@ import (
 	"github.com/mcp-harness/mcp-harness/internal/deptest"
 )
 
-// TestDeps keeps ring pure: nothing of this project, so that it stays a data structure the session guards.
+// TestDeps keeps ring pure: nothing of this project, so that it stays a data structure
+// the session guards.
 func TestDeps(t *testing.T) {
 	banned := deptest.NoAdapters()
 	banned[deptest.Module] = "ring is a data structure: it uses no package of this project"

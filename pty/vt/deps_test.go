@@ -6,7 +6,8 @@ import (
 	"github.com/mcp-harness/mcp-harness/internal/deptest"
 )
 
-// TestDeps keeps vt pure: nothing of this project, so that it stays a model of a terminal over bytes.
+// TestDeps keeps vt pure: nothing of this project, so that it stays a model of a terminal
+// over bytes.
 func TestDeps(t *testing.T) {
 	banned := deptest.NoAdapters()
 	banned[deptest.Module] = "vt models a terminal over bytes: it uses no package of this project"
