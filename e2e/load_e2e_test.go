@@ -65,7 +65,7 @@ func TestE2E_CancelledCallGetsNoResponse(t *testing.T) {
 			"name": "shell_io", "arguments": map[string]any{"sessionId": open["sessionId"], "waitFor": "NEVER_PRINTED", "timeoutMs": 60000},
 		}})
 	}
-	const maxWaits = 256 // the server's default cap (tools/dispatch.go)
+	const maxWaits = 256 // the server's default cap (protocol.DefaultMaxWaits)
 	for i := range maxWaits {
 		wait(1000 + i)
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/internal/protocol"
 )
 
 // Every tool is classified as waiting or not: a new tool must be added to waitingTools.
@@ -18,28 +20,28 @@ func TestDispatch_ToolsClassified(t *testing.T) {
 	s := newTestServer(t)
 	for _, tool := range s.registry() {
 		if _, ok := waitingTools[tool.Tool.Name]; !ok {
-			t.Errorf("tool %s is not in waitingTools (dispatch.go): say whether its calls may wait", tool.Tool.Name)
+			t.Errorf("tool %s is not in waitingTools (waits.go): say whether its calls may wait", tool.Tool.Name)
 		}
 	}
 }
 
-// pipeClient speaks to Server.listen over pipes, as a client over stdio.
+// pipeClient speaks to a server's stdio transport over pipes, as a client over stdio.
 type pipeClient struct {
 	t    *testing.T
-	f    *facade
+	f    *protocol.Session
 	in   *io.PipeWriter
 	msgs chan map[string]any
 	done chan error
 }
 
-// listenPipes runs s's stdio service behind a facade the test can look into.
+// listenPipes runs s's stdio service behind a session the test can look into.
 func listenPipes(t *testing.T, s *Server) *pipeClient {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	c := &pipeClient{t: t, f: s.newFacade(t.Context(), outW), in: inW, msgs: make(chan map[string]any, 1000), done: make(chan error, 1)}
+	c := &pipeClient{t: t, f: s.newSession(t.Context(), outW), in: inW, msgs: make(chan map[string]any, 1000), done: make(chan error, 1)}
 	go func() {
-		c.done <- s.listen(t.Context(), inR, c.f)
+		c.done <- protocol.ServeStdio(t.Context(), c.f, inR)
 		outW.Close()
 	}()
 	go func() {
@@ -112,19 +114,12 @@ func (c *pipeClient) callTool(id int, name, args string) {
 	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, args))
 }
 
-// inFlight reports the tool calls and waits the facade runs.
-func (c *pipeClient) inFlight() (running, waiting int) {
-	c.f.mu.Lock()
-	defer c.f.mu.Unlock()
-	return c.f.running, c.f.waiting
-}
-
-// awaitInFlight waits until the facade runs this many calls and waits.
+// awaitInFlight waits until the session runs this many calls and waits.
 func (c *pipeClient) awaitInFlight(running, waiting int) {
 	c.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		r, w := c.inFlight()
+		r, w := c.f.InFlight()
 		if r == running && w == waiting {
 			return
 		}
@@ -294,9 +289,9 @@ func TestListen_OversizedMessage(t *testing.T) {
 	c := listenPipes(t, s)
 	c.initialize()
 	c.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"shell_io","arguments":{"sessionId":"s1","input":"` +
-		strings.Repeat("x", maxLineBytes) + `"}}}`)
+		strings.Repeat("x", protocol.MaxLineBytes) + `"}}}`)
 	e, _ := c.response(3)["error"].(map[string]any)
-	if msg, _ := e["message"].(string); e["code"] != -32600.0 || !strings.Contains(msg, fmt.Sprintf("at most %d bytes", maxLineBytes)) || len(msg) > 500 {
+	if msg, _ := e["message"].(string); e["code"] != -32600.0 || !strings.Contains(msg, fmt.Sprintf("at most %d bytes", protocol.MaxLineBytes)) || len(msg) > 500 {
 		t.Errorf("oversized message: error %v, want -32600 saying the limit, briefly", e)
 	}
 	c.send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)

@@ -7,53 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
+	"github.com/mcp-harness/mcp-harness/internal/protocol"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
 // declaredMeta is a request _meta that declares the Tasks extension.
 const declaredMeta = `{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
 
-func TestFacade_DeclaresTasks(t *testing.T) {
-	for _, tc := range []struct {
-		meta string
-		want bool
-	}{
-		{declaredMeta, true},
-		{`{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{"x":1},"other/ext":{}}}}`, true},
-		{`{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":true}}}`, false},
-		{`{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":null}}}`, false},
-		{`{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"other/ext":{}}}}`, false},
-		{`{"io.modelcontextprotocol/clientCapabilities":{"extensions":[]}}`, false},
-		{`{"io.modelcontextprotocol/clientCapabilities":{"io.modelcontextprotocol/tasks":{}}}`, false},
-		{`{"io.modelcontextprotocol/tasks":{}}`, false},
-		{`{}`, false},
-		{`"meta"`, false},
-		{``, false},
-	} {
-		if got := declaresTasks(members(json.RawMessage(tc.meta))); got != tc.want {
-			t.Errorf("declaresTasks(%s) = %v, want %v", tc.meta, got, tc.want)
-		}
-	}
-}
-
-func TestFacade_JSONKey(t *testing.T) {
-	for _, tc := range []struct {
-		raw  string
-		want string
-		ok   bool
-	}{
-		{`5`, `5`, true}, {`5.0`, `5`, true}, {`5e0`, `5`, true}, {`"5"`, `"5"`, true},
-		{`"tok"`, `"tok"`, true}, {`null`, ``, false}, {``, ``, false}, {`{}`, ``, false}, {`[1]`, ``, false}, {`true`, ``, false},
-	} {
-		if got, ok := jsonKey(json.RawMessage(tc.raw)); got != tc.want || ok != tc.ok {
-			t.Errorf("jsonKey(%s) = %q, %v, want %q, %v", tc.raw, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
-// lines decodes what the facade wrote, one JSON message a line.
+// lines decodes what the session wrote, one JSON message a line.
 func lines(t *testing.T, out *bytes.Buffer) []map[string]any {
 	t.Helper()
 	var msgs []map[string]any
@@ -71,93 +32,18 @@ func lines(t *testing.T, out *bytes.Buffer) []map[string]any {
 	return msgs
 }
 
-func write(t *testing.T, f *facade, s string) {
-	t.Helper()
-	if n, err := f.Write([]byte(s)); n != len(s) || err != nil {
-		t.Fatalf("Write(%q) = %d, %v", s, n, err)
-	}
-}
-
-func progressLine(token string) string {
-	return fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1,"progressToken":%s,"message":"1/2 done"}}`+"\n", token)
-}
-
-// A progress notification passes while its request is unanswered and is dropped once the
-// response went out, or the client cancelled the request; so is one for a token no request
-// carries. Lines split across writes are put together first.
-func TestFacade_DropsLateProgress(t *testing.T) {
-	s := newTestServer(t)
-	var out bytes.Buffer
-	f := s.newFacade(t.Context(), &out)
-	f.route([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
-
-	// A request mcp-go answers, and two tools/calls the facade runs.
-	if !f.route([]byte(`{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"x","_meta":{"progressToken":"tok"}}}` + "\n")) {
-		t.Fatal("route kept a request for mcp-go")
-	}
-	toolCall := func(id, token string) *call {
-		c := &call{token: token, tool: true, cancel: func() {}}
-		f.mu.Lock()
-		f.trackLocked(id, c)
-		f.running++
-		f.mu.Unlock()
-		return c
-	}
-	x := toolCall(`"x"`, "42")
-	write(t, f, progressLine(`"tok"`))
-	write(t, f, progressLine(`42.0`))
-	write(t, f, progressLine(`"unknown"`))
-	if got := lines(t, &out); len(got) != 2 {
-		t.Fatalf("while waiting: wrote %v, want the two progress notifications of live requests", got)
-	}
-
-	response := `{"jsonrpc":"2.0","id":7,"result":{"contents":[{"uri":"x","text":"notifications/progress"}]}}` + "\n"
-	write(t, f, response[:20])
-	write(t, f, response[20:]+progressLine(`"tok"`)[:10])
-	write(t, f, progressLine(`"tok"`)[10:])
-	write(t, f, progressLine(`42`))
-	got := lines(t, &out)
-	if len(got) != 2 || got[0]["id"] != 7.0 || got[1]["method"] != "notifications/progress" {
-		t.Fatalf("after the response to 7: wrote %v, want the response and the progress of \"x\" only", got)
-	}
-
-	f.finish(`"x"`, x, toolResponse(`"x"`))
-	write(t, f, progressLine(`42`))
-	if got := lines(t, &out); len(got) != 1 || got[0]["id"] != "x" {
-		t.Fatalf("after the response to \"x\": wrote %v, want the response alone", got)
-	}
-
-	y := toolCall(`"y"`, `"t2"`)
-	f.route([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"y"}}`))
-	write(t, f, progressLine(`"t2"`))
-	f.finish(`"y"`, y, toolResponse(`"y"`))
-	if got := lines(t, &out); len(got) != 0 {
-		t.Fatalf("after notifications/cancelled: wrote %v, want nothing (no progress, no response)", got)
-	}
-	if len(f.calls) != 0 || len(f.tokens) != 0 || f.running != 0 {
-		t.Errorf("facade still tracks calls %v, tokens %v, %d running", f.calls, f.tokens, f.running)
-	}
-}
-
-// toolResponse is a tool call's response as mcp-go returns it to the facade.
-func toolResponse(id string) mcp.JSONRPCMessage {
-	var raw any
-	json.Unmarshal([]byte(id), &raw)
-	return mcp.NewJSONRPCResultResponse(mcp.NewRequestId(raw), mcp.NewToolResultText("done"))
-}
-
 // The response to a tasks_run that declared the extension becomes a task; without the
 // declaration, with the flag off, or for a refused graph it is left alone.
 func TestFacade_TaskResponse(t *testing.T) {
 	s := newTestServer(t, func(c *Config) { c.MCPTasks = true })
 	var out bytes.Buffer
-	on := s.newFacade(t.Context(), &out)
-	off := (&Server{cfg: Config{}, log: s.log, tasks: s.tasks, mcp: s.mcp}).newFacade(t.Context(), &out)
-	run := func(f *facade, meta string, tasks string) map[string]any {
+	on := s.newSession(t.Context(), &out)
+	off := (&Server{cfg: Config{}, log: s.log, tasks: s.tasks, mcp: s.mcp}).newSession(t.Context(), &out)
+	run := func(f *protocol.Session, meta string, tasks string) map[string]any {
 		t.Helper()
-		f.route([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
-		f.route([]byte(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"tasks_run","arguments":{"tasks":` + tasks + `},"_meta":` + meta + `}}`))
-		f.wg.Wait()
+		f.Handle([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
+		f.Handle([]byte(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"tasks_run","arguments":{"tasks":` + tasks + `},"_meta":` + meta + `}}`))
+		f.Wait()
 		got := lines(t, &out)
 		if len(got) != 1 || got[0]["id"] != "a" {
 			t.Fatalf("wrote %v, want the response to a", got)
@@ -183,7 +69,7 @@ func TestFacade_TaskResponse(t *testing.T) {
 	waitGraph(t, s, graphID, nil)
 
 	for name, tc := range map[string]struct {
-		f           *facade
+		f           *protocol.Session
 		meta, tasks string
 		isError     bool
 	}{
@@ -201,23 +87,6 @@ func TestFacade_TaskResponse(t *testing.T) {
 	}
 }
 
-// The task's _meta is the tool result's.
-func TestFacade_AsTaskKeepsMeta(t *testing.T) {
-	s := newTestServer(t, func(c *Config) { c.MCPTasks = true })
-	graphID := runGraph(t, s, map[string]any{"tasks": []any{map[string]any{"id": "a", "command": "true"}}})
-	f := s.newFacade(t.Context(), &bytes.Buffer{})
-	line := fmt.Sprintf(`{"jsonrpc":"2.0","id":"a","result":{"_meta":{"k":"v"},"content":[{"type":"text","text":"ok"}],"structuredContent":{"graphId":%q}}}`+"\n", graphID)
-	var m map[string]any
-	if err := json.Unmarshal(f.asTask([]byte(line)), &m); err != nil {
-		t.Fatal(err)
-	}
-	res, _ := m["result"].(map[string]any)
-	if meta, _ := res["_meta"].(map[string]any); res["resultType"] != "task" || meta["k"] != "v" {
-		t.Errorf("task = %v, want a task with the tool result's _meta", res)
-	}
-	waitGraph(t, s, graphID, nil)
-}
-
 // The extension's methods: every error path, and the results.
 func TestFacade_Methods(t *testing.T) {
 	s := newTestServer(t, func(c *Config) { c.MCPTasks = true })
@@ -226,7 +95,28 @@ func TestFacade_Methods(t *testing.T) {
 		map[string]any{"id": "bad", "command": "echo broke; exit 3", "dependsOn": []string{"ok"}},
 	}})
 	waitGraph(t, s, failed, nil)
-	f := s.newFacade(t.Context(), &bytes.Buffer{})
+	var out bytes.Buffer
+	f := s.newSession(t.Context(), &out)
+	f.Handle([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
+	// handle sends one request of the extension and returns its answer's result and error.
+	handle := func(t *testing.T, method, params string) (json.RawMessage, *methodError) {
+		t.Helper()
+		line := `{"jsonrpc":"2.0","id":1,"method":"` + method + `"`
+		if params != "" {
+			line += `,"params":` + params
+		}
+		f.Handle([]byte(line + "}"))
+		f.Wait()
+		var m struct {
+			Result json.RawMessage `json:"result"`
+			Error  *methodError    `json:"error"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+			t.Fatalf("%s: answered %q: %v", method, out.String(), err)
+		}
+		out.Reset()
+		return m.Result, m.Error
+	}
 
 	for _, tc := range []struct {
 		name, method, params string
@@ -246,9 +136,9 @@ func TestFacade_Methods(t *testing.T) {
 		{"UnknownCancel", "tasks/cancel", `{"taskId":"g-nope","_meta":` + declaredMeta + `}`, -32602, `tasks/cancel: task not found: "g-nope"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := f.handle(t.Context(), tc.method, json.RawMessage(tc.params))
+			res, err := handle(t, tc.method, tc.params)
 			if err == nil {
-				t.Fatalf("%s(%s) = %v, want error %d", tc.method, tc.params, res, tc.code)
+				t.Fatalf("%s(%s) = %s, want error %d", tc.method, tc.params, res, tc.code)
 			}
 			if err.Code != tc.code || !strings.HasPrefix(err.Message, tc.message) {
 				t.Errorf("%s(%s) error = %d %q, want %d %q...", tc.method, tc.params, err.Code, err.Message, tc.code, tc.message)
@@ -263,15 +153,22 @@ func TestFacade_Methods(t *testing.T) {
 	}
 
 	t.Run("GetFailedGraph", func(t *testing.T) {
-		res, err := f.handle(t.Context(), "tasks/get", json.RawMessage(`{"taskId":"`+failed+`","_meta":`+declaredMeta+`}`))
+		res, err := handle(t, "tasks/get", `{"taskId":"`+failed+`","_meta":`+declaredMeta+`}`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := res.(task)
+		var got protocol.Task
+		if err := json.Unmarshal(res, &got); err != nil {
+			t.Fatal(err)
+		}
 		if got.ResultType != "complete" || got.Status != "completed" || got.TaskID != failed || got.Result == nil || !got.Result.IsError {
 			t.Fatalf("tasks/get of a failed graph = %+v, want a completed task with an isError result", got)
 		}
-		if st := got.Result.StructuredContent.(tasks.StatusReport); st.Status != "failed" || len(st.Tasks) != 2 {
+		var st tasks.StatusReport
+		if b, err := json.Marshal(got.Result.StructuredContent); err != nil || json.Unmarshal(b, &st) != nil {
+			t.Fatalf("inline result = %v, want a tasks_status result", got.Result.StructuredContent)
+		}
+		if st.Status != "failed" || len(st.Tasks) != 2 {
 			t.Errorf("inline result = %+v, want the tasks_status result", st)
 		}
 		if got.StatusMessage != "graph failed: 2/2 tasks done (1 failed)" {
@@ -280,18 +177,27 @@ func TestFacade_Methods(t *testing.T) {
 	})
 	for _, method := range []string{"tasks/update", "tasks/cancel"} {
 		t.Run(method, func(t *testing.T) {
-			res, err := f.handle(t.Context(), method, json.RawMessage(`{"taskId":"`+failed+`","inputResponses":{"k":{}},"_meta":`+declaredMeta+`}`))
+			res, err := handle(t, method, `{"taskId":"`+failed+`","inputResponses":{"k":{}},"_meta":`+declaredMeta+`}`)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b, _ := json.Marshal(res); string(b) != `{"resultType":"complete"}` {
-				t.Errorf("%s = %s, want an empty acknowledgement", method, b)
+			if string(res) != `{"resultType":"complete"}` {
+				t.Errorf("%s = %s, want an empty acknowledgement", method, res)
 			}
 		})
 	}
 }
 
-// Listen with the facade in front: it answers the extension's methods itself, passes the
+// methodError is a JSON-RPC error as a test reads it.
+type methodError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data"`
+}
+
+func (e *methodError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) }
+
+// Listen with the session in front: it answers the extension's methods itself, passes the
 // rest to mcp-go, and returns once the input ends, having written every answer.
 func TestFacade_Listen(t *testing.T) {
 	s := newTestServer(t, func(c *Config) { c.MCPTasks = true })

@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-harness/mcp-harness/internal/procid"
+	"github.com/mcp-harness/mcp-harness/internal/protocol"
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/store"
@@ -38,12 +39,12 @@ type Config struct {
 	MaxSessions  int
 	MaxParallel  int  // runner-wide cap on running tasks; 0 = the CPU count
 	MaxTasks     int  // tasks per graph; 0 = tasks.DefaultMaxTasks
-	MCPTasks     bool // serve the MCP Tasks extension facade (see facade.go)
+	MCPTasks     bool // serve the MCP Tasks extension (internal/protocol/mcptasks.go)
 	Detach       bool // tasks_run's default for detach
 	// RunnerCommand starts a detached runner (tasks.Config.RunnerCommand); nil: no
 	// graph runs detached, and tasks_run refuses detach: true.
 	RunnerCommand []string
-	MaxWaits      int           // waiting tool calls in flight; more are answered BUSY; 0 = 256 (dispatch.go)
+	MaxWaits      int           // waiting tool calls in flight; more are answered BUSY; 0 = protocol.DefaultMaxWaits
 	Retention     time.Duration // finished graphs keep live logs this long; 0 = tasks.DefaultRetention
 	ShellBuffer   int
 	MaxResult     int // bytes of a result's text, and of its structuredContent as JSON; 0 = tasks.DefaultMaxResult
@@ -255,7 +256,7 @@ func (s *Server) beginClosing() *openAttempt {
 	return s.attempt
 }
 
-// startOpen starts the first attempt at open, unless one has started already. The facade
+// startOpen starts the first attempt at open, unless one has started already. The protocol
 // calls it once the answer to tools/list is written, and ready and Close start one too:
 // whichever comes first. Started any earlier, the open (about 5 ms of CPU and disk here)
 // competes with answering the client on a machine whose cores are busy, and the client
@@ -297,6 +298,9 @@ type busyOpenError struct{ err error }
 func (e *busyOpenError) Error() string { return e.err.Error() }
 func (e *busyOpenError) Unwrap() error { return e.err }
 
+// Busy says the error is transient, for protocol.TaskStore.
+func (e *busyOpenError) Busy() bool { return true }
+
 // openFailure is the result of a tool call that ready refused. A held lock is BUSY: the
 // same call works once the other process lets go, and the server tries the open again
 // then. Anything else is INTERNAL and, unlike other internal errors, says why, since that
@@ -320,14 +324,25 @@ func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
 
 // Listen speaks MCP over in and out until in ends (the client closed our stdin) or ctx is
 // cancelled (a signal). It returns nil in both cases; the caller then calls Close.
-// The facade (facade.go) stands between the streams and mcp-go: it reads the input in
-// bounded lines, runs tool calls itself (never on mcp-go's worker pool, see dispatch.go),
-// keeps progress notifications from following their call's response and, with
-// --mcp-tasks, serves the MCP Tasks extension. Tool calls still running when the input
-// ends are cancelled and answered before Listen returns. Nothing is written to out after
-// Listen returns.
+// A protocol.Session stands between the streams and mcp-go: it reads the input in bounded
+// lines, runs tool calls itself (never on mcp-go's worker pool), keeps progress
+// notifications from following their call's response and, with --mcp-tasks, serves the
+// MCP Tasks extension. Tool calls still running when the input ends are cancelled and
+// answered before Listen returns. Nothing is written to out after Listen returns.
 func (s *Server) Listen(ctx context.Context, in io.Reader, out io.Writer) error {
-	return s.listen(ctx, in, s.newFacade(ctx, out))
+	return protocol.ServeStdio(ctx, s.newSession(ctx, out), in)
+}
+
+// newSession is the protocol session of one client, writing to out.
+func (s *Server) newSession(ctx context.Context, out io.Writer) *protocol.Session {
+	cfg := protocol.Config{
+		MCP: s.mcp, Logger: s.log, MayWait: mayWait, WaitingCalls: waitingCalls,
+		MaxWaits: s.cfg.MaxWaits, Listed: s.startOpen,
+	}
+	if s.cfg.MCPTasks {
+		cfg.Tasks = &protocol.TasksExtension{Store: graphTasks{s}, Tool: "tasks_run", IDField: "graphId"}
+	}
+	return protocol.New(ctx, cfg, out)
 }
 
 // stopRunnerTimeout bounds marking the runner stopped at the end of a shutdown: with the

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-harness/mcp-harness/internal/jsonsize"
+	"github.com/mcp-harness/mcp-harness/internal/protocol"
 	"github.com/mcp-harness/mcp-harness/pty"
 )
 
@@ -303,7 +304,7 @@ func (s *Server) shellIOTool() server.ServerTool {
 		}
 		in := pty.Input{Data: append([]byte(a.Input), keys...), Cols: orZero(a.Cols), Rows: orZero(a.Rows), Run: a.Run, Paste: a.Paste}
 		start := time.Now()
-		stop := s.reportProgress(ctx, req, func() string {
+		stop := protocol.ReportProgress(ctx, req, func() string {
 			what := "output to settle"
 			switch {
 			case a.Run != "":

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-harness/mcp-harness/internal/protocol"
 	"github.com/mcp-harness/mcp-harness/internal/quote"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
@@ -188,7 +189,7 @@ func (s *Server) tasksStatusTool() server.ServerTool {
 		})
 }
 
-// tasksStatus answers tasks_status; the MCP Tasks facade calls it too, for tasks/get.
+// tasksStatus answers tasks_status; the MCP Tasks extension calls it too, for tasks/get (mcptasks.go).
 func (s *Server) tasksStatus(ctx context.Context, req mcp.CallToolRequest, a statusArgs) (*mcp.CallToolResult, error) {
 	if a.GraphID == "" {
 		return nil, invalidf("graphId is required: use the id tasks_run returned (tasks_list shows them)")
@@ -231,7 +232,7 @@ func (s *Server) tasksStatus(ctx context.Context, req mcp.CallToolRequest, a sta
 	met := true
 	if wait > 0 {
 		wctx, cancel := context.WithTimeout(ctx, wait)
-		stop := s.reportProgress(wctx, req, func() string { return s.graphProgress(wctx, a.GraphID) })
+		stop := protocol.ReportProgress(wctx, req, func() string { return s.graphProgress(wctx, a.GraphID) })
 		snap, met, err = s.tasks.Wait(wctx, a.GraphID, a.TaskIDs, until)
 		stop()
 		cancel()

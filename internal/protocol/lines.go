@@ -1,4 +1,4 @@
-package tools
+package protocol
 
 import (
 	"bufio"
@@ -8,12 +8,12 @@ import (
 	"io"
 )
 
-// maxLineBytes bounds one message from the client: one line of the stdio stream, newline
+// MaxLineBytes bounds one message from the client: one line of the stdio stream, newline
 // excluded. The largest argument a tool takes is shell_io's input, 1 MiB, which JSON can
 // spell in up to 6 MiB (\u0001 for each byte); 8 MiB leaves room for the rest of the
 // message, and for a tasks_run of 10,000 tasks of a few hundred bytes each. A longer line
 // is answered with a JSON-RPC error and skipped without being held in memory.
-const maxLineBytes = 8 << 20
+const MaxLineBytes = 8 << 20
 
 // prefixBytes is how much of an oversized line is kept to find its id and method, which
 // clients write first.
@@ -37,7 +37,7 @@ type lineTooLongError struct {
 }
 
 func (e *lineTooLongError) Error() string {
-	return fmt.Sprintf("a message of %d bytes, over the limit of %d", e.size, maxLineBytes)
+	return fmt.Sprintf("a message of %d bytes, over the limit of %d", e.size, MaxLineBytes)
 }
 
 // next returns the next line, with its newline when it has one; the slice is the caller's.

@@ -1,4 +1,4 @@
-package tools
+package protocol
 
 import (
 	"encoding/json"

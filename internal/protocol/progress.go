@@ -1,4 +1,4 @@
-package tools
+package protocol
 
 import (
 	"context"
@@ -13,15 +13,15 @@ import (
 // shows the wait is alive, rarely enough not to flood it.
 const progressEvery = time.Second
 
-// reportProgress sends notifications/progress for a waiting call that carries a
+// ReportProgress sends notifications/progress for a waiting call that carries a
 // progressToken, every progressEvery, with the message report returns, until the returned
-// stop is called; call stop before the call's result is returned. The progress value
-// counts the notifications, since the spec wants it to increase every time and a wait has
-// no natural measure that does; the message says what is going on. mcp-go writes
-// notifications from a goroutine of its own, so one handed over just before stop could
-// still reach the wire after the response: the facade in front of the stdio stream drops
-// those (see facade.go). Without a token it does nothing.
-func (s *Server) reportProgress(ctx context.Context, req mcp.CallToolRequest, report func() string) (stop func()) {
+// stop is called; call stop before the call's result is returned. ctx is the call's: its
+// mcp-go session carries the notifications. The progress value counts the notifications,
+// since the spec wants it to increase every time and a wait has no natural measure that
+// does; the message says what is going on. mcp-go writes notifications from a goroutine
+// of its own, so one handed over just before stop could still reach the wire after the
+// response: the Session in front of it drops those. Without a token it does nothing.
+func ReportProgress(ctx context.Context, req mcp.CallToolRequest, report func() string) (stop func()) {
 	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
 		return func() {}
 	}

@@ -1,0 +1,134 @@
+package protocol
+
+// This file owns how tools/call requests run: each on its own goroutine, handed to
+// mcp-go's MCPServer.HandleMessage (which decodes it, finds the tool and runs its handler),
+// so that no call waits for another. A worker pool sized for the waits would either be too
+// small for a client with many waits open (quick calls queue behind them) or hold a
+// parked goroutine per slot for nothing; a goroutine per call costs only while the call
+// runs. What is bounded is how many run: calls that may wait (Config.MayWait) at most
+// Config.MaxWaits, and all calls at most maxCalls. A call over either cap is answered at
+// once with a BUSY tool result saying how many are in flight, so the client learns to
+// retry rather than wait on a queue it cannot see.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-harness/mcp-harness/internal/quote"
+)
+
+// codeBusy is the tool contract's code for "too much in flight, retry" (the table of codes
+// is the tools package's; a BUSY answer from here must read like one from there).
+const codeBusy = "BUSY"
+
+// dispatch runs a tools/call on its own goroutine, or answers BUSY at once.
+func (s *Session) dispatch(m rpcMessage, id string, params map[string]json.RawMessage, line []byte) {
+	var name string
+	_ = json.Unmarshal(params["name"], &name)
+	wait := s.cfg.MayWait(name, members(params["arguments"]))
+	meta := members(params["_meta"])
+	token, _ := jsonKey(meta["progressToken"])
+
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		return
+	}
+	if busy := s.busyLocked(wait); busy != "" {
+		s.mu.Unlock()
+		s.log.Warn("tool call refused: too many in flight", "tool", quote.Short(name), "reason", busy)
+		s.reply(m.ID, mcp.NewToolResultError(codeBusy+": "+busy), nil)
+		return
+	}
+	ctx, cancel := context.WithCancel(s.callCtx)
+	c := &call{token: token, task: s.cfg.Tasks != nil && name == s.cfg.Tasks.Tool && s.declaresLocked(meta), tool: true, wait: wait, cancel: cancel}
+	s.trackLocked(id, c)
+	s.running++
+	if wait {
+		s.waiting++
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+
+	go func() {
+		defer s.wg.Done()
+		defer cancel()
+		s.finish(id, c, s.serve(ctx, m.ID, line))
+	}()
+}
+
+// busyLocked says why a call cannot start now, or "" when it can.
+func (s *Session) busyLocked(wait bool) string {
+	switch {
+	case s.running >= maxCalls:
+		return fmt.Sprintf("%d tool calls are in flight, the most this server runs at once; retry when some have returned", s.running)
+	case wait && s.waiting >= s.cfg.MaxWaits:
+		return fmt.Sprintf("%d waiting calls (%s) are in flight, "+
+			"the most this server runs at once; retry when one of them has returned, or wait on fewer things at a time", s.waiting, s.cfg.WaitingCalls)
+	}
+	return ""
+}
+
+// serve runs one tools/call through mcp-go and returns the response to write.
+func (s *Session) serve(ctx context.Context, id json.RawMessage, line []byte) (resp any) {
+	defer func() {
+		// mcp-go recovers a panicking tool handler (WithRecovery); this is for the rest.
+		if r := recover(); r != nil {
+			s.log.Error("tools/call panicked", "panic", r)
+			resp = response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("internal error: %v", r)}}
+		}
+	}()
+	return s.cfg.MCP.HandleMessage(ctx, line)
+}
+
+// finish writes a call's response, unless the client cancelled the call.
+func (s *Session) finish(id string, c *call, resp any) {
+	s.mu.Lock()
+	cancelled := c.cancelled
+	s.mu.Unlock()
+	var line []byte
+	if !cancelled { // a cancel that comes while the response is encoded is caught below
+		b, err := json.Marshal(resp)
+		if err != nil {
+			s.log.Error("tools/call: cannot encode the response", "err", err)
+			b, _ = json.Marshal(response{JSONRPC: "2.0", ID: rawID(id), Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: "cannot encode the response: " + err.Error()}})
+		}
+		line = append(b, '\n')
+		if c.task {
+			line = s.asTask(line)
+		}
+	}
+	s.write(id, c, line)
+}
+
+// write ends request id, which c tracks, and writes its response line, unless the client
+// cancelled it or the transport has returned. Writing holds wmu, so that no progress
+// notification of the request can follow its response.
+func (s *Session) write(id string, c *call, line []byte) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	if c.tool {
+		s.running--
+		if c.wait {
+			s.waiting--
+		}
+	}
+	if s.calls[id] == c {
+		s.answeredLocked(id)
+	}
+	skip := c.cancelled || s.closed
+	s.mu.Unlock()
+	if skip {
+		return // the spec: a cancelled request gets no response
+	}
+	if _, err := s.out.Write(line); err != nil {
+		s.log.Warn("write response", "err", err)
+	}
+}
+
+// rawID is a request id back from its jsonKey form.
+func rawID(key string) json.RawMessage { return json.RawMessage(key) }

@@ -1,0 +1,484 @@
+// Package protocol is the JSON-RPC layer in front of mcp-go: the session of one client
+// (Session: lifecycle checks, tools/call dispatch with may-wait admission and BUSY,
+// cancellation, progress that never follows its response, the MCP Tasks extension) and
+// the transports that carry its lines (stdio). The session handles one message at a time
+// and writes what it answers through an io.Writer, so that every transport shares it. It
+// knows no tool: what it needs of the tool table (which calls may wait, which tool's calls
+// become tasks) comes in through Config.
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-harness/mcp-harness/internal/quote"
+)
+
+// A Session is one client's conversation with the server: every message the client sends
+// passes through Handle, every line mcp-go writes for it through Write. It does what
+// mcp-go's own serving does not, or not as the spec and the tool contract want:
+//
+//   - Before initialize, only initialize and ping are served; any other request gets a
+//     JSON-RPC error (-32600). A request of the 2026-07-28 revision, which carries its
+//     protocol version in _meta and needs no handshake, is served.
+//   - tools/call requests are run here, each on its own goroutine, through mcp-go's
+//     MCPServer.HandleMessage (dispatch.go), never on mcp-go's worker pool: there a call
+//     that waits holds one of at most 100 workers, quick calls queue behind waits, and once
+//     its queue is full mcp-go reads no more input, not even a cancellation or the end of
+//     stdin. Handle never blocks on a call, and calls that wait are capped (BUSY).
+//   - notifications/cancelled ends the call it names at once, and the call gets no
+//     response, as the spec says; nothing is logged as an error.
+//   - A notifications/progress whose request has already been answered (or cancelled) is
+//     dropped: mcp-go writes notifications from a goroutine of its own, so without this a
+//     late one could follow its call's response on the wire.
+//
+// With Config.Tasks it also serves the MCP Tasks extension (mcptasks.go).
+//
+// What a transport adds is how lines come and go: stdio (stdio.go) reads bounded lines
+// and hands what Handle passes on to mcp-go's stdio server, whose output comes back
+// through Write.
+
+const (
+	// DefaultMaxWaits is Config.MaxWaits when it is 0: far more waits than an agent keeps
+	// open (a few terminals, a graph or two), few enough that a runaway client is told
+	// BUSY long before the server strains.
+	DefaultMaxWaits = 256
+	// maxCalls bounds all tool calls in flight, waiting or not: a client that pipelines
+	// faster than calls finish gets BUSY rather than a goroutine per message.
+	maxCalls = 1024
+)
+
+// Config is what a Session needs from the server it stands in front of.
+type Config struct {
+	// MCP answers what the session does not: initialize, tools/list, ping, and each
+	// tools/call, which the session runs through MCP.HandleMessage.
+	MCP    *server.MCPServer
+	Logger *slog.Logger
+	// MayWait reports whether a call of the tool with these arguments may wait (for a
+	// terminal's output, a graph's end...): such calls count against MaxWaits. Nil: every
+	// call may wait, the safe side.
+	MayWait func(tool string, args map[string]json.RawMessage) bool
+	// WaitingCalls names the calls that may wait, for the BUSY answer: it tells the
+	// client which of its calls to have fewer of.
+	WaitingCalls string
+	MaxWaits     int // waiting tool calls in flight; more are answered BUSY; 0 = DefaultMaxWaits
+	// Listed, if set, is called once the answer to the first tools/list is written: the
+	// client then has what it waits for at its start, and the server can get on with
+	// opening its store.
+	Listed func()
+	// Tasks, if set, serves the MCP Tasks extension (mcptasks.go).
+	Tasks *TasksExtension
+}
+
+// response is a JSON-RPC response the session writes.
+type response struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+// rpcError is a JSON-RPC error object.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+// rpcMessage is what the session reads of a JSON-RPC message.
+type rpcMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+}
+
+// call is a request not answered yet that the session must remember: a request it runs (a
+// tools/call, or with the Tasks extension a tasks/get, tasks/update or tasks/cancel), or a
+// request for mcp-go that carries a progress token.
+type call struct {
+	token string // its progress token (jsonKey), "" for none
+	task  bool   // a call of the tasks tool that declared the extension: answer with a task
+
+	// Of a request the session runs (cancel is set):
+	cancel    context.CancelFunc // ends it: notifications/cancelled, or the end of input
+	cancelled bool               // the client cancelled it: it gets no response
+
+	// Of a tools/call (tool is true):
+	tool bool
+	wait bool // it counts against Config.MaxWaits
+}
+
+// Session is one client's session; see the top of this file. New makes one.
+type Session struct {
+	cfg Config
+	log *slog.Logger
+	ctx context.Context
+
+	// callCtx is what the requests the session runs derive from: mcp-go's context with
+	// its client session (progress notifications go through it), set by bindSession.
+	// cancelCalls ends them all: the end of input ends them at once, whatever they wait
+	// for (the store's open, with another process holding its lock, can take many
+	// busy timeouts).
+	callCtx     context.Context
+	cancelCalls context.CancelFunc
+
+	// wmu serialises writes to out with the decisions that go with them (is the call
+	// answered, is this progress late), so lines reach the wire in the order decided. It
+	// is taken before mu, and never by Handle: a client slow to read its output does not
+	// stop the session from reading a cancellation or the end of input.
+	wmu     sync.Mutex
+	out     io.Writer
+	partial []byte // the start of a line mcp-go has not finished writing; under wmu
+
+	mu          sync.Mutex       // guards what follows
+	calls       map[string]*call // by request id (jsonKey)
+	tokens      map[string]int   // progress tokens of unanswered requests
+	initialized bool             // an initialize request has come
+	declared    bool             // initialize declared the Tasks extension: for the whole session
+	running     int              // tools/calls in flight
+	waiting     int              // of which may wait
+	stopping    bool             // the input ended or the transport is returning: start nothing new
+	closed      bool             // the transport has returned: write nothing
+	listID      string           // a tools/list not answered yet: its answer calls Config.Listed
+
+	wg sync.WaitGroup // the requests the session answers itself (Add under mu, while !stopping)
+}
+
+// New makes a session that writes to out, one whole line per Write, and, with
+// Config.Tasks, advertises the extension on cfg.MCP. It must run before mcp-go serves
+// anything. ctx is the session's: what it runs derives from it.
+func New(ctx context.Context, cfg Config, out io.Writer) *Session {
+	if cfg.Tasks != nil {
+		server.WithExtensions(map[string]any{tasksExtension: map[string]any{}})(cfg.MCP)
+	}
+	if cfg.MaxWaits <= 0 {
+		cfg.MaxWaits = DefaultMaxWaits
+	}
+	if cfg.MayWait == nil {
+		cfg.MayWait = func(string, map[string]json.RawMessage) bool { return true }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Session{cfg: cfg, log: cfg.Logger, ctx: ctx, out: out, calls: map[string]*call{}, tokens: map[string]int{}}
+	s.callCtx, s.cancelCalls = context.WithCancel(ctx)
+	return s
+}
+
+// bindSession makes the calls the session runs from now on carry sessionCtx, mcp-go's
+// context for the client's session, through which their notifications go.
+func (s *Session) bindSession(sessionCtx context.Context) {
+	s.mu.Lock()
+	s.cancelCalls()
+	s.callCtx, s.cancelCalls = context.WithCancel(sessionCtx)
+	s.mu.Unlock()
+}
+
+// InFlight reports the tool calls the session runs, and how many of them may wait.
+func (s *Session) InFlight() (running, waiting int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running, s.waiting
+}
+
+// Wait waits until every request the session runs has been answered.
+func (s *Session) Wait() { s.wg.Wait() }
+
+// close ends what the session runs and waits for it; nothing is written after it.
+func (s *Session) close() {
+	s.stopCalls()
+	s.wmu.Lock()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.wmu.Unlock()
+}
+
+// stopCalls cancels the calls in flight and waits until each has answered.
+func (s *Session) stopCalls() {
+	s.mu.Lock()
+	s.stopping = true
+	cancel := s.cancelCalls
+	s.mu.Unlock()
+	cancel()
+	s.wg.Wait()
+}
+
+// Handle does what one client message asks of the session and reports whether mcp-go must
+// see it too (the transport then hands it on). It never waits for a call to finish.
+func (s *Session) Handle(line []byte) bool {
+	var m rpcMessage
+	if json.Unmarshal(line, &m) != nil || m.Method == "" {
+		return true // mcp-go answers what does not parse; responses to its requests pass
+	}
+	params := members(m.Params)
+	id, isRequest := jsonKey(m.ID)
+	if !isRequest && len(m.ID) > 0 && string(m.ID) != "null" {
+		// mcp-go would run a tools/call with such an id on its own worker pool, where a
+		// wait could hold up its reader, and ours behind it.
+		s.reply(nil, nil, &rpcError{Code: mcp.INVALID_REQUEST, Message: fmt.Sprintf("%s: the id must be a string or a number", quote.Short(m.Method))})
+		return false
+	}
+	if !isRequest {
+		if m.Method == "notifications/cancelled" {
+			s.cancelled(params)
+		}
+		return true // mcp-go cancels its own requests, notes notifications/initialized
+	}
+	if rerr := s.admit(m.Method, params); rerr != nil {
+		s.reply(m.ID, nil, rerr)
+		return false
+	}
+	switch {
+	case m.Method == "tools/call":
+		s.dispatch(m, id, params, line)
+		return false
+	case s.cfg.Tasks != nil && (m.Method == "tasks/get" || m.Method == "tasks/update" || m.Method == "tasks/cancel"):
+		// (tasks/list and tasks/result, of the older revision, go on to mcp-go, which refuses them.)
+		s.goAnswer(id, func(ctx context.Context) (any, *rpcError) { return s.handle(ctx, m.Method, m.Params) }, m.ID)
+		return false
+	}
+	meta := members(params["_meta"])
+	if token, ok := jsonKey(meta["progressToken"]); ok {
+		s.mu.Lock()
+		s.trackLocked(id, &call{token: token})
+		s.mu.Unlock()
+	}
+	if m.Method == "tools/list" {
+		s.mu.Lock()
+		s.listID = id
+		s.mu.Unlock()
+	}
+	return true
+}
+
+// admit refuses a request that comes too early: before initialize, only initialize and
+// ping are served (the spec's lifecycle), unless the request is of the 2026-07-28
+// revision, which needs no handshake.
+func (s *Session) admit(method string, params map[string]json.RawMessage) *rpcError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if method == "initialize" {
+		s.initialized = true
+		// A client declares an extension once, in initialize's capabilities.extensions, and
+		// may repeat it in a request's _meta: either holds (declaresLocked).
+		exts := members(members(params["capabilities"])["extensions"])
+		s.declared = members(exts[tasksExtension]) != nil
+	}
+	if s.initialized || method == "ping" || statelessRequest(params) {
+		return nil
+	}
+	return &rpcError{Code: mcp.INVALID_REQUEST, Message: fmt.Sprintf(
+		"%s before initialize: the session is not initialized; send initialize first (then notifications/initialized), only ping is answered before it",
+		quote.Short(method))}
+}
+
+// statelessRequest reports a request of the 2026-07-28 revision or later, which carries
+// its protocol version in _meta instead of a handshake.
+func statelessRequest(params map[string]json.RawMessage) bool {
+	var version string
+	_ = json.Unmarshal(members(params["_meta"])[mcp.MetaKeyProtocolVersion], &version)
+	return mcp.IsModernProtocol(version)
+}
+
+// cancelled handles notifications/cancelled: a call the session runs is ended now and will
+// get no response; progress of the request stops either way.
+func (s *Session) cancelled(params map[string]json.RawMessage) {
+	id, ok := jsonKey(params["requestId"])
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.answeredLocked(id); ok && c.cancel != nil {
+		c.cancelled = true
+		c.cancel()
+	}
+}
+
+// goAnswer answers the request id (rawID as the client sent it) on a goroutine the session
+// waits for, unless it is stopping. Like a tools/call, answer runs in a context of its
+// own under callCtx: the end of input ends it (it is answered, then the transport returns), and
+// so does notifications/cancelled (it is not answered).
+func (s *Session) goAnswer(id string, answer func(context.Context) (any, *rpcError), rawID json.RawMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return
+	}
+	ctx, cancel := context.WithCancel(s.callCtx)
+	c := &call{cancel: cancel}
+	s.trackLocked(id, c)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer cancel()
+		result, rerr := answer(ctx)
+		b, err := json.Marshal(response{JSONRPC: "2.0", ID: rawID, Result: result, Error: rerr})
+		if err != nil {
+			b, _ = json.Marshal(response{JSONRPC: "2.0", ID: rawID, Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: err.Error()}})
+		}
+		s.write(id, c, append(b, '\n'))
+	}()
+}
+
+// trackLocked remembers an unanswered request, forgetting an older one with its id.
+func (s *Session) trackLocked(id string, c *call) {
+	s.answeredLocked(id)
+	s.calls[id] = c
+	if c.token != "" {
+		s.tokens[c.token]++
+	}
+}
+
+// answeredLocked forgets a request: its progress notifications are dropped from now on.
+func (s *Session) answeredLocked(id string) (*call, bool) {
+	c, ok := s.calls[id]
+	if !ok {
+		return nil, false
+	}
+	delete(s.calls, id)
+	if c.token != "" {
+		if s.tokens[c.token]--; s.tokens[c.token] <= 0 {
+			delete(s.tokens, c.token)
+		}
+	}
+	return c, true
+}
+
+var progressMethod = []byte(`"notifications/progress"`)
+
+// Write takes what mcp-go writes to the client, line by line, and drops progress
+// notifications of answered requests. Once the answer to a tools/list is out, it calls
+// Config.Listed: the client has what it waits for at its start.
+func (s *Session) Write(p []byte) (int, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	var lines [][]byte
+	listed := false
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return len(p), nil // the transport has returned: a straggling notification goes nowhere
+	}
+	s.partial = append(s.partial, p...)
+	for {
+		i := bytes.IndexByte(s.partial, '\n')
+		if i < 0 {
+			break
+		}
+		if line := s.filterLocked(s.partial[:i+1]); line != nil {
+			lines = append(lines, line)
+			if s.listID != "" && answers(line, s.listID) {
+				s.listID, listed = "", true
+			}
+		}
+		s.partial = s.partial[i+1:]
+	}
+	s.mu.Unlock()
+	for _, line := range lines {
+		if _, err := s.out.Write(line); err != nil {
+			return 0, err
+		}
+	}
+	s.partial = append([]byte(nil), s.partial...) // don't pin a big buffer
+	if listed && s.cfg.Listed != nil {
+		s.cfg.Listed()
+	}
+	return len(p), nil
+}
+
+// answers reports whether line is the response to the request id (a jsonKey).
+func answers(line []byte, id string) bool {
+	var m rpcMessage
+	if json.Unmarshal(line, &m) != nil || m.Method != "" {
+		return false
+	}
+	got, ok := jsonKey(m.ID)
+	return ok && got == id
+}
+
+// filterLocked is what becomes of a line mcp-go writes: itself, or nil.
+func (s *Session) filterLocked(line []byte) []byte {
+	if len(s.calls) == 0 && !bytes.Contains(line, progressMethod) {
+		return line // the usual case: nothing to look at
+	}
+	var m rpcMessage
+	if json.Unmarshal(line, &m) != nil {
+		return line
+	}
+	if m.Method == "notifications/progress" {
+		if token, _ := jsonKey(members(m.Params)["progressToken"]); s.tokens[token] == 0 {
+			s.log.Debug("dropped a progress notification of an answered request", "progressToken", token)
+			return nil
+		}
+		return line
+	}
+	if id, ok := jsonKey(m.ID); ok && m.Method == "" {
+		if c := s.calls[id]; c != nil && c.cancel == nil {
+			s.answeredLocked(id)
+		}
+	}
+	return line
+}
+
+// reply writes the session's answer to a request.
+func (s *Session) reply(id json.RawMessage, result any, rerr *rpcError) {
+	b, err := json.Marshal(response{JSONRPC: "2.0", ID: id, Result: result, Error: rerr})
+	if err != nil {
+		b, _ = json.Marshal(response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: err.Error()}})
+	}
+	s.writeLine(append(b, '\n'))
+}
+
+// writeLine writes one whole line to the client, unless the transport has returned.
+func (s *Session) writeLine(line []byte) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	if _, err := s.out.Write(line); err != nil {
+		s.log.Warn("write response", "err", err)
+	}
+}
+
+// members decodes a JSON object's members; nil when raw is not an object.
+func members(raw json.RawMessage) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// jsonKey is a request id or progress token (a string or a number) as a map key: the same
+// for the client's spelling and mcp-go's (5, 5.0 and 5e0 are one id).
+func jsonKey(raw json.RawMessage) (string, bool) {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return "", false
+	}
+	switch v.(type) {
+	case string, float64:
+		b, err := json.Marshal(v)
+		return string(b), err == nil
+	}
+	return "", false
+}
+
+func invalidParams(format string, args ...any) *rpcError {
+	return &rpcError{Code: mcp.INVALID_PARAMS, Message: fmt.Sprintf(format, args...)}
+}
