@@ -65,9 +65,9 @@ func BenchmarkTasksRun10k(b *testing.B) {
 	}
 }
 
-func newBenchServer(b *testing.B) *Server {
+func newBenchServer(b *testing.B) *testServer {
 	b.Helper()
-	s, err := New(b.Context(), Config{Workspace: b.TempDir(), MaxWait: 30 * time.Second, Logger: discardLogger()})
+	s, err := openTestServer(b.Context(), testConfig{Config: Config{MaxWait: 30 * time.Second, Logger: discardLogger()}, Workspace: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func newBenchServer(b *testing.B) *Server {
 	return s
 }
 
-func structuredB(b *testing.B, s *Server, tool string, args map[string]any) map[string]any {
+func structuredB(b *testing.B, s *testServer, tool string, args map[string]any) map[string]any {
 	b.Helper()
 	res := callTool(b, s, tool, args)
 	if res.IsError {

@@ -23,7 +23,7 @@ import (
 const outputReserve = 4 << 10
 
 // maxResult is the budget of one result.
-func (s *Server) maxResult() int {
+func (s *Table) maxResult() int {
 	if s.cfg.MaxResult <= 0 {
 		return tasks.DefaultMaxResult
 	}
@@ -31,10 +31,10 @@ func (s *Server) maxResult() int {
 }
 
 // maxOutput is the most output a shell result carries, so that the result fits.
-func (s *Server) maxOutput() int { return s.maxResult() - outputReserve }
+func (s *Table) maxOutput() int { return s.maxResult() - outputReserve }
 
 // bound makes res fit the result budget (see above).
-func (s *Server) bound(tool string, res *mcp.CallToolResult) *mcp.CallToolResult {
+func (s *Table) bound(tool string, res *mcp.CallToolResult) *mcp.CallToolResult {
 	limit := s.maxResult()
 	if res.StructuredContent != nil && jsonsize.Of(res.StructuredContent) > limit {
 		switch sc := res.StructuredContent.(type) {

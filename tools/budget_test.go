@@ -77,7 +77,7 @@ func TestTools_DescriptionsSayWhen(t *testing.T) {
 // task once with the cursors they hand out, tasks_list and tasks_cancel bound their
 // lists, and each result says in words what it left out and how to get it.
 func TestTasks_BoundedResults(t *testing.T) {
-	s := newTestServer(t, func(c *Config) { c.MaxResult = 8 << 10 })
+	s := newTestServer(t, func(c *testConfig) { c.MaxResult = 8 << 10 })
 	var ts []any
 	for i := range 120 {
 		cmd := fmt.Sprintf("printf '%%.0s<log line %d>\\n' $(seq 40)", i)
@@ -165,7 +165,7 @@ func TestTasks_BoundedResults(t *testing.T) {
 // Millisecond and byte arguments take any integer: beyond their maximum they are clamped,
 // and the result says so; 2^53, 2^63-1 and 1e300 included. A fraction is refused.
 func TestArgs_Clamped(t *testing.T) {
-	s := newTestServer(t, func(c *Config) { c.MaxWait = 300 * time.Millisecond })
+	s := newTestServer(t, func(c *testConfig) { c.MaxWait = 300 * time.Millisecond })
 	id := runGraph(t, s, map[string]any{"tasks": []any{map[string]any{"id": "a", "command": "seq 1 20000"}}})
 	waitGraph(t, s, id, nil)
 	huge := []any{int64(1) << 53, int64(1<<63 - 1), 1e300}
@@ -247,7 +247,7 @@ func TestTasks_ShortWaitUnderLoad(t *testing.T) {
 func TestTools_InternalError(t *testing.T) {
 	var logs bytes.Buffer
 	var mu sync.Mutex
-	s := newTestServer(t, func(c *Config) {
+	s := newTestServer(t, func(c *testConfig) {
 		c.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
 	})
 	id := runGraph(t, s, map[string]any{"tasks": []any{map[string]any{"id": "a", "command": "echo hi"}}})
@@ -287,7 +287,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // bound cuts what a handler left too large: a text in the middle, a shell output by its
 // JSON size (escapes count six bytes), and refuses what it cannot cut rather than send it.
 func TestBound(t *testing.T) {
-	s := newTestServer(t, func(c *Config) { c.MaxResult = 4 << 10 })
+	s := newTestServer(t, func(c *testConfig) { c.MaxResult = 4 << 10 })
 	out := strings.Repeat("\x1b[1m<b>\x1b[0m\n", 1000) // 12 KB of text, ~40 KB of JSON
 	res := s.bound("shell_io", mcp.NewToolResultStructured(readResult{SessionID: "s1", Output: out, Reason: "idle"}, "header\n"+out))
 	checkResult(t, s, "shell_io", res)

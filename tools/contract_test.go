@@ -22,7 +22,7 @@ var compiled sync.Map // string -> *jsonschema.Schema
 // against the output schema the tool sends, made strict (every field present, no other),
 // and against the whole output schema kept in the code (contracts), made strict likewise;
 // and an error's text is a code and a sentence with no Go names in it.
-func checkResult(t testing.TB, s *Server, name string, res *mcp.CallToolResult) {
+func checkResult(t testing.TB, s *testServer, name string, res *mcp.CallToolResult) {
 	t.Helper()
 	limit := s.maxResult()
 	for _, c := range res.Content {
@@ -67,7 +67,7 @@ var (
 )
 
 // outputSchemaOf compiles the strict form of the output schema tool sends.
-func outputSchemaOf(t testing.TB, s *Server, tool string) *jsonschema.Schema {
+func outputSchemaOf(t testing.TB, s *testServer, tool string) *jsonschema.Schema {
 	t.Helper()
 	for _, st := range s.registry() {
 		if st.Tool.Name != tool {

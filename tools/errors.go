@@ -82,7 +82,7 @@ func codeOf(err error) string {
 
 // toolError shapes err as an isError tool result whose text starts with its stable code.
 // Errors the caller cannot fix are logged, since their details belong in our logs.
-func (s *Server) toolError(tool string, err error) *mcp.CallToolResult {
+func (s *Table) toolError(tool string, err error) *mcp.CallToolResult {
 	code := codeOf(err)
 	switch {
 	case errors.Is(err, context.Canceled):

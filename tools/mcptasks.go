@@ -19,7 +19,7 @@ const taskPollInterval = 2 * time.Second
 
 // graphTasks serves the MCP Tasks extension (protocol.TaskStore) over task graphs: a
 // task is a graph, its id the graph id tasks_run returned.
-type graphTasks struct{ s *Server }
+type graphTasks struct{ s *Table }
 
 func (g graphTasks) Ready(ctx context.Context) error { return g.s.ready(ctx) }
 

@@ -119,7 +119,7 @@ func outputSchema(s schema) mcp.ToolOption {
 }
 
 // contracts holds each tool's whole output schema by tool name, as outputSchema was given
-// it; the same for every Server (the schemas are literals in this package). Only the tests
+// it; the same for every Table (the schemas are literals in this package). Only the tests
 // read it: a client gets what sent makes of it.
 var contracts sync.Map // string -> schema
 

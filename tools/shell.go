@@ -228,12 +228,12 @@ func merge(maps ...schema) schema {
 }
 
 // shellTools lists the shell tools' constructors; registry.go lists the areas.
-func (s *Server) shellTools() []server.ServerTool {
+func (s *Table) shellTools() []server.ServerTool {
 	return []server.ServerTool{s.shellOpenTool(), s.shellIOTool(), s.shellCloseTool(), s.shellListTool()}
 }
 
 // shellOpenTool is shell_open: start a program under a new terminal and read its first output.
-func (s *Server) shellOpenTool() server.ServerTool {
+func (s *Table) shellOpenTool() server.ServerTool {
 	tool := mcp.NewTool("shell_open",
 		mcp.WithDescription("Start a program (default: a shell) in a terminal kept between calls, for shells, REPLs, dev servers, prompts and TUIs; "+
 			"returns its first output and a sessionId. Size and wait arguments as in shell_io. For builds and tests use tasks_run."),
@@ -271,7 +271,7 @@ func (s *Server) shellOpenTool() server.ServerTool {
 }
 
 // shellIOTool is shell_io: resize, type, wait and read, in one engine call.
-func (s *Server) shellIOTool() server.ServerTool {
+func (s *Table) shellIOTool() server.ServerTool {
 	tool := mcp.NewTool("shell_io",
 		mcp.WithDescription("Type into a terminal session and read its output until waitFor matches, output goes quiet, it exits or timeoutMs. "+
 			"In a shell use run; on reason input, answer. Without input it waits for new output: do not poll."),
@@ -326,7 +326,7 @@ func (s *Server) shellIOTool() server.ServerTool {
 }
 
 // shellCloseTool is shell_close: end a session and return what it left unread.
-func (s *Server) shellCloseTool() server.ServerTool {
+func (s *Table) shellCloseTool() server.ServerTool {
 	tool := mcp.NewTool("shell_close",
 		mcp.WithDescription("End a terminal session: signal its process group, SIGKILL what is left after graceMs; returns the exit status and unread output."),
 		inputSchema(object(schema{
@@ -378,7 +378,7 @@ func (s *Server) shellCloseTool() server.ServerTool {
 }
 
 // shellListTool is shell_list: the sessions not yet closed.
-func (s *Server) shellListTool() server.ServerTool {
+func (s *Table) shellListTool() server.ServerTool {
 	tool := mcp.NewTool("shell_list",
 		mcp.WithDescription("This server's terminal sessions, oldest first, with their unread output and listening ports."),
 		inputSchema(object(schema{
@@ -452,7 +452,7 @@ func (s *Server) shellListTool() server.ServerTool {
 // history shapes a session's commands for shell_list, newest last, and lists them in
 // text. Command lines are cut to a few hundred bytes (the output range says the rest), and
 // the oldest commands are left out if the list would not fit the result budget.
-func (s *Server) history(cmds []pty.Command, text *strings.Builder) []historyEntry {
+func (s *Table) history(cmds []pty.Command, text *strings.Builder) []historyEntry {
 	out := make([]historyEntry, 0, len(cmds))
 	for _, c := range cmds {
 		out = append(out, historyEntry{ID: c.ID, Text: clipText(c.Text), ExitCode: c.ExitCode, Cwd: c.Cwd,
@@ -476,7 +476,7 @@ func (s *Server) history(cmds []pty.Command, text *strings.Builder) []historyEnt
 // timeout for an absent timeoutMs (zero reaches pty as zero, "return what is there now"),
 // and --max-wait. clamped reports that --max-wait cut the requested timeout, so the result
 // can say how to go on waiting.
-func (s *Server) readOptions(a readArgs) (r pty.ReadOptions, clamped bool, err error) {
+func (s *Table) readOptions(a readArgs) (r pty.ReadOptions, clamped bool, err error) {
 	if len(a.WaitFor) > maxWaitForBytes {
 		return r, false, invalidf("waitFor is %d bytes, at most %d are accepted; match a shorter, distinctive part of the output", len(a.WaitFor), maxWaitForBytes)
 	}

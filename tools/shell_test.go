@@ -97,7 +97,7 @@ func TestShell_ExitedSession(t *testing.T) {
 }
 
 func TestShell_TimeoutClampedToMaxWait(t *testing.T) {
-	s := newTestServer(t, func(c *Config) { c.MaxWait = 200 * 1e6 }) // 200ms
+	s := newTestServer(t, func(c *testConfig) { c.MaxWait = 200 * 1e6 }) // 200ms
 	open := callTool(t, s, "shell_open", map[string]any{"command": "sleep 100", "timeoutMs": 600000})
 	r := structured(t, open)
 	if r["reason"] != "timeout" || open.IsError {
@@ -176,7 +176,7 @@ func TestShell_BadInput(t *testing.T) {
 }
 
 func TestShell_LimitExceeded(t *testing.T) {
-	s := newTestServer(t, func(c *Config) { c.MaxSessions = 2 })
+	s := newTestServer(t, func(c *testConfig) { c.MaxSessions = 2 })
 	for i := 0; i < 2; i++ {
 		if r := callTool(t, s, "shell_open", map[string]any{"command": "sleep 100", "timeoutMs": 0}); r.IsError {
 			t.Fatalf("open %d: %s", i, text(r))

@@ -23,7 +23,7 @@ func TestResultSizes(t *testing.T) {
 	if os.Getenv("MCPH_SIZES") == "" {
 		t.Skip("set MCPH_SIZES=1 to measure result sizes (takes minutes)")
 	}
-	s := newTestServer(t, func(c *Config) {
+	s := newTestServer(t, func(c *testConfig) {
 		if dir := os.Getenv("MCPH_SIZES_WS"); dir != "" {
 			c.Workspace = dir
 		}

@@ -14,7 +14,7 @@ import (
 // hold the slots, so that an agent can cancel one of them (a dev server it forgot) or wait
 // knowing why. It is "" when no task is ready, or when the reading fails: the note is a
 // help, not the result.
-func (s *Server) slotNote(ctx context.Context, snap tasks.Snapshot) string {
+func (s *Table) slotNote(ctx context.Context, snap tasks.Snapshot) string {
 	w, err := s.tasks.SlotWait(ctx, snap)
 	if err != nil || w == nil {
 		return ""

@@ -9,7 +9,7 @@ import (
 // A ready task that has not started: tasks_graph and tasks_status say which running tasks
 // hold the slots, by the graph's cap or by the server's.
 func TestTasks_SlotHoldersNamed(t *testing.T) {
-	s := newTestServer(t, func(c *Config) { c.MaxParallel = 1 })
+	s := newTestServer(t, func(c *testConfig) { c.MaxParallel = 1 })
 	dev := runGraph(t, s, map[string]any{"maxParallel": 1, "tasks": []any{
 		map[string]any{"id": "devserver", "command": "sleep 600"},
 		map[string]any{"id": "seed", "command": "true"},
@@ -47,7 +47,7 @@ func TestTasks_SlotHoldersNamed(t *testing.T) {
 }
 
 // waitRunning waits until a task of the graph is running.
-func waitRunning(t *testing.T, s *Server, graphID, taskID string) {
+func waitRunning(t *testing.T, s *testServer, graphID, taskID string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {

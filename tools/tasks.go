@@ -1,7 +1,9 @@
 package tools
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -85,7 +87,8 @@ func (a runArgs) spec() tasks.Spec {
 	return spec
 }
 
-func resultOf(sub tasks.Submitted) RunResult {
+// RunResultOf is tasks_run's result for a graph submitted.
+func RunResultOf(sub tasks.Submitted) RunResult {
 	return RunResult{GraphID: sub.Graph.ID, Name: sub.Graph.Name, Status: sub.Progress().State(), Created: sub.Created,
 		TaskCount: len(sub.Tasks), Detached: sub.Detached}
 }
@@ -109,11 +112,11 @@ var (
 )
 
 // taskTools are the task tools, each built by its constructor below.
-func (s *Server) taskTools() []server.ServerTool {
+func (s *Table) taskTools() []server.ServerTool {
 	return []server.ServerTool{s.tasksRunTool(), s.tasksStatusTool(), s.tasksListTool(), s.tasksCancelTool(), s.tasksGraphTool()}
 }
 
-func (s *Server) tasksRunTool() server.ServerTool {
+func (s *Table) tasksRunTool() server.ServerTool {
 	return bind(s, mcp.NewTool("tasks_run",
 		mcp.WithDescription("Run shell commands with dependencies (builds, test suites, pipelines) in the background; returns a graphId at once, "+
 			"then use tasks_status. Tasks read no input: a prompt fails (pass --yes). For interactive programs use shell_open."),
@@ -154,7 +157,7 @@ func (s *Server) tasksRunTool() server.ServerTool {
 			if err != nil {
 				return nil, err
 			}
-			out := resultOf(sub)
+			out := RunResultOf(sub)
 			verb := "submitted"
 			if !sub.Created {
 				verb = "already submitted with this idempotencyKey; nothing new was started"
@@ -165,7 +168,7 @@ func (s *Server) tasksRunTool() server.ServerTool {
 		})
 }
 
-func (s *Server) tasksStatusTool() server.ServerTool {
+func (s *Table) tasksStatusTool() server.ServerTool {
 	return bind(s, mcp.NewTool("tasks_status",
 		mcp.WithDescription("Progress of a task graph and each task's state, exit code and log tail, failed and running first. "+
 			"waitMs waits until it is done (until=change: any change): do not poll."),
@@ -190,7 +193,7 @@ func (s *Server) tasksStatusTool() server.ServerTool {
 }
 
 // tasksStatus answers tasks_status; the MCP Tasks extension calls it too, for tasks/get (mcptasks.go).
-func (s *Server) tasksStatus(ctx context.Context, req mcp.CallToolRequest, a statusArgs) (*mcp.CallToolResult, error) {
+func (s *Table) tasksStatus(ctx context.Context, req mcp.CallToolRequest, a statusArgs) (*mcp.CallToolResult, error) {
 	if a.GraphID == "" {
 		return nil, invalidf("graphId is required: use the id tasks_run returned (tasks_list shows them)")
 	}
@@ -314,7 +317,7 @@ func statusText(r tasks.StatusReport, cut clampNotes, timedOut, maxed, paging bo
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-func (s *Server) tasksListTool() server.ServerTool {
+func (s *Table) tasksListTool() server.ServerTool {
 	return bind(s, mcp.NewTool("tasks_list",
 		mcp.WithDescription("Every task graph and task of this workspace, newest first, whichever server ran them."),
 		inputSchema(object(schema{
@@ -370,7 +373,7 @@ func (s *Server) tasksListTool() server.ServerTool {
 		})
 }
 
-func (s *Server) tasksCancelTool() server.ServerTool {
+func (s *Table) tasksCancelTool() server.ServerTool {
 	return bind(s, mcp.NewTool("tasks_cancel",
 		mcp.WithDescription("Cancel a graph's unfinished tasks (or taskIds): pending at once, running ones SIGTERM then SIGKILL after graceMs; "+
 			"their dependents are skipped. Safe to repeat."),
@@ -440,7 +443,7 @@ func cancelText(out tasks.CancelReport, all []tasks.CancelOutcome, cut clampNote
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-func (s *Server) tasksGraphTool() server.ServerTool {
+func (s *Table) tasksGraphTool() server.ServerTool {
 	return bind(s, mcp.NewTool("tasks_graph",
 		mcp.WithDescription("Why a graph's pending tasks have not started: ready (no free slot yet), waiting (on dependencies) or blocked "+
 			"(a dependency failed: to be skipped). With dependencies, a topological order and a Mermaid chart of small graphs."),
@@ -544,7 +547,7 @@ func depList(ds []tasks.DepState) string {
 
 // graphProgress says in a line how a graph stands, for progress notifications:
 // "3/10 done; running: build 12s, lint 3s".
-func (s *Server) graphProgress(ctx context.Context, graphID string) string {
+func (s *Table) graphProgress(ctx context.Context, graphID string) string {
 	snap, err := s.tasks.Snapshot(ctx, graphID)
 	if err != nil {
 		return "waiting"
@@ -565,4 +568,20 @@ func (s *Server) graphProgress(ctx context.Context, graphID string) string {
 		msg += "; running: " + strings.Join(running, ", ")
 	}
 	return msg
+}
+
+// GraphFile decodes a graph submitted from outside a server (the operator CLI's `tasks
+// run`): tasks_run's arguments as JSON, where detach is implied and detach: false is
+// refused.
+func GraphFile(args []byte) (tasks.Spec, error) {
+	var a runArgs
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return tasks.Spec{}, fmt.Errorf("%w: the graph file: %v", tasks.ErrInvalid, err)
+	}
+	if a.Detach != nil && !*a.Detach {
+		return tasks.Spec{}, fmt.Errorf("%w: the graph file says detach: false; from a terminal a graph always runs detached", tasks.ErrInvalid)
+	}
+	return a.spec(), nil
 }

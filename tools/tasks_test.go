@@ -11,7 +11,7 @@ import (
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
-func runGraph(t *testing.T, s *Server, args map[string]any) string {
+func runGraph(t *testing.T, s *testServer, args map[string]any) string {
 	t.Helper()
 	res := callTool(t, s, "tasks_run", args)
 	if res.IsError {
@@ -20,7 +20,7 @@ func runGraph(t *testing.T, s *Server, args map[string]any) string {
 	return structured(t, res)["graphId"].(string)
 }
 
-func waitGraph(t *testing.T, s *Server, graphID string, extra map[string]any) map[string]any {
+func waitGraph(t *testing.T, s *testServer, graphID string, extra map[string]any) map[string]any {
 	t.Helper()
 	args := map[string]any{"graphId": graphID, "waitMs": 30000}
 	for k, v := range extra {
@@ -218,7 +218,7 @@ func TestTasks_ListPaging(t *testing.T) {
 
 // Every refusal has a stable code and changes nothing: no row, no log, no process.
 func TestTasks_BadInput(t *testing.T) {
-	s := newTestServer(t, func(c *Config) { c.MaxTasks = 3 })
+	s := newTestServer(t, func(c *testConfig) { c.MaxTasks = 3 })
 	outside := t.TempDir()
 	if err := os.Symlink(outside, filepath.Join(s.ws.Root, "escape")); err != nil {
 		t.Fatal(err)

@@ -16,11 +16,11 @@ type handler[A any] func(ctx context.Context, req mcp.CallToolRequest, args A) (
 // ones) before the handler runs, and any error, from decoding or from the handler, is
 // answered as an isError result that starts with its stable code and is logged under the
 // tool's name. A call that comes while the server still opens its store waits for it
-// (Server.ready); if that open found the database locked by another process, the call
-// answers BUSY and the next one opens it again (Server.openFailure). Every result is
+// (Table.ready); if that open found the database locked by another process, the call
+// answers BUSY and the next one opens it again (Table.openFailure). Every result is
 // bounded by --max-result on its way out (budget.go). Each tool has one constructor that
 // returns bind(...): its schema, annotations and handler side by side.
-func bind[A any](s *Server, tool mcp.Tool, h handler[A]) server.ServerTool {
+func bind[A any](s *Table, tool mcp.Tool, h handler[A]) server.ServerTool {
 	name := tool.Name
 	tool.Annotations = sparse(tool.Annotations)
 	return server.ServerTool{Tool: tool, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

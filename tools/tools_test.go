@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -20,49 +18,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden tool schemas in testdata/")
 
-// New resolves the workspace, opens its store, registers this process as a runner and
-// starts the engines, all before it returns (Serve opens the store only once the client has
-// its tool list). Nothing is written to stdout. Only tests start a server this way.
-func New(ctx context.Context, cfg Config) (*Server, error) {
-	s, err := newServer(cfg)
-	if err != nil {
-		return nil, err
-	}
-	a := &openAttempt{done: make(chan struct{}), cancel: func() {}}
-	s.attempt = a
-	s.run(ctx, a, false)
-	if a.err != nil {
-		return nil, a.err
-	}
-	return s, nil
-}
-
-// newTestServer opens a server on a fresh workspace; Close runs at cleanup.
-func newTestServer(t *testing.T, mutate ...func(*Config)) *Server {
-	t.Helper()
-	cfg := Config{
-		Workspace: t.TempDir(),
-		Logger:    discardLogger(),
-		MaxWait:   30 * time.Second,
-	}
-	for _, m := range mutate {
-		m(&cfg)
-	}
-	s, err := New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := closeServer(s); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return s
-}
-
 // callTool sends one tools/call through the MCP server's JSON-RPC handling, as a client's
 // message would arrive, and returns the tool result.
-func callTool(t testing.TB, s *Server, name string, args any) *mcp.CallToolResult {
+func callTool(t testing.TB, s *testServer, name string, args any) *mcp.CallToolResult {
 	t.Helper()
 	req, err := json.Marshal(map[string]any{
 		"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -178,7 +136,7 @@ func TestTools_Contract(t *testing.T) {
 }
 
 // requiredFields is the output schema's list of fields, every one always present.
-func requiredFields(t *testing.T, s *Server, tool string) []string {
+func requiredFields(t *testing.T, s *testServer, tool string) []string {
 	t.Helper()
 	for _, st := range s.registry() {
 		if st.Tool.Name == tool {
@@ -209,10 +167,3 @@ func TestMain(m *testing.M) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// closeServer closes a server in a cleanup, where t.Context() is already cancelled.
-func closeServer(s *Server) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return s.Close(ctx)
-}

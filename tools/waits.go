@@ -3,7 +3,7 @@ package tools
 import "encoding/json"
 
 // waitingTools says which tools' calls may wait: for a terminal's output or exit, a
-// graph's end, or a close's grace. They count against Config.MaxWaits
+// graph's end, or a close's grace. They count against the server's --max-waits
 // (protocol.Config.MayWait). A tool missing here counts as waiting, the safe side;
 // TestDispatch_ToolsClassified makes sure none is.
 var waitingTools = map[string]func(args map[string]json.RawMessage) bool{
@@ -18,8 +18,8 @@ var waitingTools = map[string]func(args map[string]json.RawMessage) bool{
 	"tasks_graph":  never,
 }
 
-// waitingCalls names the calls that may wait, for the BUSY answer.
-const waitingCalls = "shell_open, shell_io, shell_close, tasks_status with waitMs"
+// WaitingCalls names the calls that may wait, for the BUSY answer (protocol.Config).
+const WaitingCalls = "shell_open, shell_io, shell_close, tasks_status with waitMs"
 
 func always(map[string]json.RawMessage) bool { return true }
 func never(map[string]json.RawMessage) bool  { return false }
@@ -32,8 +32,9 @@ func positive(name string) func(map[string]json.RawMessage) bool {
 	}
 }
 
-// mayWait reports whether a call of the tool with these arguments may wait.
-func mayWait(tool string, args map[string]json.RawMessage) bool {
+// MayWait reports whether a call of the tool with these arguments may wait
+// (protocol.Config).
+func MayWait(tool string, args map[string]json.RawMessage) bool {
 	if waits, ok := waitingTools[tool]; ok {
 		return waits(args)
 	}

@@ -1,9 +1,9 @@
 // Package cli is the mcp-harness command line, everything the binary does before and
-// around tools.Serve: the stdio command (flags become a tools.Config; SIGTERM, SIGINT and
-// SIGHUP, or a client that stops reading stdout, cancel tools.Serve), the hidden runner of
+// around server.Serve: the stdio command (flags become a server.Config; SIGTERM, SIGINT and
+// SIGHUP, or a client that stops reading stdout, cancel server.Serve), the hidden runner of
 // a detached graph, the operator commands under `tasks`, the server's rotating log file,
 // and the exit status each error gets. The main package only executes the command tree
-// NewRootCommand makes; the tools package serves.
+// NewRootCommand makes; internal/server serves.
 package cli
 
 import (

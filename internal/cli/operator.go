@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mcp-harness/mcp-harness/internal/quote"
+	"github.com/mcp-harness/mcp-harness/internal/server"
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/tasks"
-	"github.com/mcp-harness/mcp-harness/tools"
 )
 
 // The operator CLI. `mcp-harness tasks list|status|logs|graph|cancel` read the workspace
@@ -406,7 +406,7 @@ func newRunCmd(o *workspaceFlags, version string) *cobra.Command {
 				return err
 			}
 			defer closeLog()
-			res, err := tools.SubmitDetached(ctx, tools.Config{Workspace: o.workspace, StateDir: o.stateDir,
+			res, err := server.SubmitDetached(ctx, server.Config{Workspace: o.workspace, StateDir: o.stateDir,
 				Version: version, Logger: logger, RunnerCommand: runner}, data)
 			if err != nil {
 				return err

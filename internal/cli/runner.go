@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/mcp-harness/mcp-harness/internal/server"
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
-	"github.com/mcp-harness/mcp-harness/tools"
 )
 
 // runnerFlags are the stdio server's flags a detached runner takes over from the server
@@ -42,11 +42,11 @@ func runnerCommand(fs *pflag.FlagSet) ([]string, error) {
 }
 
 // newRunnerCmd is the hidden subcommand a server starts for a detached graph
-// (tasks/detach.go, tools.RunDetached). Its stdin and stdout are /dev/null, it logs to the
+// (tasks/detach.go, server.RunDetached). Its stdin and stdout are /dev/null, it logs to the
 // state dir's server.log, and it tells its server on fd 3 when it has claimed the graph.
 func newRunnerCmd(version string) *cobra.Command {
 	var (
-		cfg           tools.Config
+		cfg           server.Config
 		logLevel      string
 		graphID, from string
 	)
@@ -73,7 +73,7 @@ func newRunnerCmd(version string) *cobra.Command {
 			if claimed == nil {
 				claimed, _ = os.Open(os.DevNull)
 			}
-			if err := tools.RunDetached(ctx, cfg, graphID, from, claimed); err != nil {
+			if err := server.RunDetached(ctx, cfg, graphID, from, claimed); err != nil {
 				logger.Error("detached runner", "graph", graphID, "err", err)
 				return err
 			}

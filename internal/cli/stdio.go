@@ -14,18 +14,18 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcp-harness/mcp-harness/internal/server"
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
-	"github.com/mcp-harness/mcp-harness/tools"
 )
 
-// newStdioCmd is the command an MCP client launches: its flags become the tools.Config
+// newStdioCmd is the command an MCP client launches: its flags become the server.Config
 // that serveStdio serves.
 func newStdioCmd(version string) *cobra.Command {
 	var (
-		cfg      tools.Config
+		cfg      server.Config
 		logLevel string
 		buffer   = byteSize(4 << 20)
 		result   = byteSize(tasks.DefaultMaxResult)
@@ -92,8 +92,8 @@ const terminalNotice = "mcp-harness: this is an MCP server; it waits for a clien
 // process gets SIGTERM, SIGINT or SIGHUP (its terminal closed), or the client closes its
 // end of stdout, then shuts down cleanly (exit status 0). A second signal during the
 // shutdown exits at once with status 1, whoever sent it having stopped waiting, after at
-// most about a second spent recording the tasks' states (tools.Server.Abort).
-func serveStdio(cfg tools.Config) error {
+// most about a second spent recording the tasks' states (server.Server.Abort).
+func serveStdio(cfg server.Config) error {
 	if pty.IsTerminal(os.Stdin.Fd()) {
 		fmt.Fprintln(os.Stderr, terminalNotice)
 	}
@@ -130,7 +130,7 @@ func serveStdio(cfg tools.Config) error {
 		select {
 		case sig := <-signals:
 			cfg.Logger.Warn("second signal: recording what can be recorded, then exiting at once", "signal", sig.String())
-			close(abort) // Serve returns tools.ErrAborted: exit status 1
+			close(abort) // Serve returns server.ErrAborted: exit status 1
 		case <-served:
 			return
 		}
@@ -140,7 +140,7 @@ func serveStdio(cfg tools.Config) error {
 		case <-served:
 		}
 	}()
-	return tools.Serve(ctx, cfg, os.Stdin, stdout)
+	return server.Serve(ctx, cfg, os.Stdin, stdout)
 }
 
 // endOnBrokenPipe writes to the client's stdout and calls end, once, when a write fails

@@ -54,7 +54,6 @@ func TestFacade_JSONKey(t *testing.T) {
 	}
 }
 
-
 // lines decodes what the session wrote, one JSON message a line.
 func lines(t *testing.T, out *bytes.Buffer) []map[string]any {
 	t.Helper()
@@ -147,7 +146,6 @@ func toolResponse(id string) mcp.JSONRPCMessage {
 	return mcp.NewJSONRPCResultResponse(mcp.NewRequestId(raw), mcp.NewToolResultText("done"))
 }
 
-
 // The task's _meta is the tool result's.
 func TestFacade_AsTaskKeepsMeta(t *testing.T) {
 	graphID := "g-1"
@@ -179,4 +177,3 @@ func (k knownTasks) Cancel(ctx context.Context, id string) error {
 	_, err := k.Task(ctx, id, false)
 	return err
 }
-

@@ -1,9 +1,7 @@
-package tools
+package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +11,7 @@ import (
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
+	"github.com/mcp-harness/mcp-harness/tools"
 )
 
 // detachedStop bounds a detached runner's shutdown, as a client bounds a server's.
@@ -104,31 +103,26 @@ var ErrNotDetached = errors.New("no detached runner claimed the graph (see the s
 // runner only for the hand-over: it stores the graph, starts a detached runner with
 // runnerCommand (see tasks/detach.go), waits for its claim, and stops. The result is
 // tasks_run's.
-func SubmitDetached(ctx context.Context, cfg Config, args []byte) (RunResult, error) {
-	var a runArgs
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		return RunResult{}, fmt.Errorf("%w: the graph file: %v", tasks.ErrInvalid, err)
-	}
-	if a.Detach != nil && !*a.Detach {
-		return RunResult{}, fmt.Errorf("%w: the graph file says detach: false; from a terminal a graph always runs detached", tasks.ErrInvalid)
+func SubmitDetached(ctx context.Context, cfg Config, args []byte) (tools.RunResult, error) {
+	spec, err := tools.GraphFile(args)
+	if err != nil {
+		return tools.RunResult{}, err
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = tasks.DefaultLease
 	}
 	ws, err := workspace.Open(workspace.Config{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir})
 	if err != nil {
-		return RunResult{}, err
+		return tools.RunResult{}, err
 	}
 	db, err := store.OpenWith(ctx, ws.DBPath(), store.Options{BusyTimeout: cfg.BusyTimeout})
 	if err != nil {
-		return RunResult{}, err
+		return tools.RunResult{}, err
 	}
 	defer db.Close()
 	runner, err := db.RegisterRunner(ctx, cfg.Version, cfg.Lease)
 	if err != nil {
-		return RunResult{}, err
+		return tools.RunResult{}, err
 	}
 	// Only: this engine reconciles nobody and adopts nothing; it only hands the graph over.
 	eng := tasks.NewEngine(tasks.Config{
@@ -136,16 +130,16 @@ func SubmitDetached(ctx context.Context, cfg Config, args []byte) (RunResult, er
 		Logger: cfg.Logger.With("runner", runner.ID), Lease: cfg.Lease, Version: cfg.Version,
 		RunnerCommand: cfg.RunnerCommand, Only: "-",
 	})
-	sub, err := eng.SubmitDetached(ctx, a.spec())
+	sub, err := eng.SubmitDetached(ctx, spec)
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	eng.Close(closeCtx) // a graph no runner claimed is recorded cancelled, RUNNER_SHUTDOWN
 	db.StopRunner(closeCtx, eng.RunnerID())
 	if err != nil {
-		return RunResult{}, err
+		return tools.RunResult{}, err
 	}
 	if sub.Created && !sub.Detached {
-		return RunResult{}, fmt.Errorf("graph %s: %w", sub.Graph.ID, ErrNotDetached)
+		return tools.RunResult{}, fmt.Errorf("graph %s: %w", sub.Graph.ID, ErrNotDetached)
 	}
-	return resultOf(sub), nil
+	return tools.RunResultOf(sub), nil
 }

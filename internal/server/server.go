@@ -1,23 +1,21 @@
-// Package tools is the MCP adapter of mcp-harness: it builds the mcp-go server, defines the
-// tools (their schemas, argument checks and result shapes), maps engine errors to the stable
-// error codes of the tool contract, and serves stdio with a clean shutdown. The engines
-// (pty, tasks, store) do the work and know nothing of MCP; a handler here decodes, validates,
-// calls one engine method and shapes the result.
-package tools
+// Package server is the composition root of mcp-harness: it resolves the workspace, opens
+// its store (and opens it again while another process holds its lock), registers the
+// process as a runner, starts the engines, puts the tool table (tools) and the protocol
+// session (internal/protocol) in front of them, and shuts it all down within the few
+// seconds a client gives. Serve is the server of one stdio client; RunDetached and
+// SubmitDetached are the detached runner and its hand-over.
+package server
 
 import (
 	"context"
-	_ "embed"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-harness/mcp-harness/internal/procid"
 	"github.com/mcp-harness/mcp-harness/internal/protocol"
@@ -25,10 +23,8 @@ import (
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
+	"github.com/mcp-harness/mcp-harness/tools"
 )
-
-//go:embed instructions.md
-var instructions string
 
 // Config is everything the server is told on its command line.
 type Config struct {
@@ -47,7 +43,7 @@ type Config struct {
 	MaxWaits      int           // waiting tool calls in flight; more are answered BUSY; 0 = protocol.DefaultMaxWaits
 	Retention     time.Duration // finished graphs keep live logs this long; 0 = tasks.DefaultRetention
 	ShellBuffer   int
-	MaxResult     int // bytes of a result's text, and of its structuredContent as JSON; 0 = tasks.DefaultMaxResult
+	MaxResult     int // bytes of a result's text, and of its structuredContent as JSON; 0 = tasks.DefaultMaxResult (tools.Config)
 	Version       string
 	Logger        *slog.Logger
 
@@ -64,10 +60,6 @@ type Config struct {
 	Abort <-chan struct{}
 }
 
-const (
-	defaultMaxWait = 30 * time.Second
-)
-
 // Server is one running mcp-harness: a runner on a workspace with its engines and the MCP
 // server in front of them. New opens it, Listen speaks MCP until the input ends or the
 // context is cancelled, Close shuts everything down.
@@ -76,7 +68,8 @@ type Server struct {
 	log      *slog.Logger
 	ws       *workspace.Workspace
 	runnerID string // the id open registers the runner under
-	mcp      *server.MCPServer
+	table    *tools.Table
+	mcp      *mcpserver.MCPServer
 
 	// The attempts at open (see nextAttempt): the latest one, and whether Close or Abort
 	// has begun, after which only Close starts one. Guarded by openMu.
@@ -103,7 +96,7 @@ func newServer(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = defaultMaxWait
+		cfg.MaxWait = tools.DefaultMaxWait
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
@@ -117,12 +110,9 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	id := store.NewRunnerID()
 	s := &Server{cfg: cfg, log: cfg.Logger.With("runner", id), ws: ws, runnerID: id}
-	s.mcp = server.NewMCPServer("mcp-harness", cfg.Version,
-		server.WithInstructions(instructions),
-		server.WithToolCapabilities(false),
-		server.WithRecovery(),
-	)
-	s.mcp.AddTools(s.registry()...)
+	s.table = tools.NewTable(tools.Config{MaxWait: cfg.MaxWait, MaxResult: cfg.MaxResult, Detach: cfg.Detach, Version: cfg.Version, Logger: s.log},
+		ws, s.ready)
+	s.mcp = s.table.MCPServer()
 	return s, nil
 }
 
@@ -159,6 +149,7 @@ func (s *Server) open(ctx context.Context) error {
 		Recorder:    sessionRecorder{db: db, runnerID: s.tasks.RunnerID},
 		Logger:      s.log,
 	})
+	s.table.Start(s.shells, s.tasks)
 	s.log.Info("runner started", "workspace", s.ws.Root, "state", s.ws.StateDir, "pid", os.Getpid(), "version", cfg.Version)
 	return nil
 }
@@ -268,7 +259,7 @@ func (s *Server) startOpen() { s.nextAttempt(false, false) }
 // error of the attempt it waited for, or ctx's if ctx ends first. It starts an attempt if
 // none was made, or if the last one failed on a held lock (busyOpenError): each call that
 // finds the lock gone opens the store. Whatever uses the store or the engines calls it
-// first: every tool call does (bind).
+// first: every tool call does (tools.Table).
 func (s *Server) ready(ctx context.Context) error {
 	a := s.nextAttempt(true, false)
 	if a == nil {
@@ -292,35 +283,16 @@ func (s *Server) ready(ctx context.Context) error {
 }
 
 // busyOpenError is ready's error when the attempt it waited for found the database's
-// lock held: the call answers BUSY, and the next one tries again.
+// lock held: the call answers BUSY, and the next one tries again (Busy says so to the
+// tools and the protocol, which know it by that method).
 type busyOpenError struct{ err error }
 
 func (e *busyOpenError) Error() string { return e.err.Error() }
 func (e *busyOpenError) Unwrap() error { return e.err }
-
-// Busy says the error is transient, for protocol.TaskStore.
-func (e *busyOpenError) Busy() bool { return true }
-
-// openFailure is the result of a tool call that ready refused. A held lock is BUSY: the
-// same call works once the other process lets go, and the server tries the open again
-// then. Anything else is INTERNAL and, unlike other internal errors, says why, since that
-// is what the user has to fix (a database newer than this binary, a state directory that
-// cannot be written); the server answers every call so until it is restarted.
-func (s *Server) openFailure(tool string, err error) *mcp.CallToolResult {
-	var busy *busyOpenError
-	switch {
-	case errors.As(err, &busy):
-		return mcp.NewToolResultError(fmt.Sprintf("%s: %s failed: another process holds the workspace database's write lock (an operator's sqlite3 shell or a backup, say), so this server could not open its state yet; nothing was lost. Call again once that process lets go: the next call opens it.",
-			codeBusy, tool))
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, tasks.ErrClosed):
-		return s.toolError(tool, err) // the call was cancelled, or the server is shutting down
-	}
-	return mcp.NewToolResultError(fmt.Sprintf("%s: %s failed: this server could not open the workspace's state, and answers no tool call: %v. Restart it once that is fixed.",
-		codeInternal, tool, err))
-}
+func (e *busyOpenError) Busy() bool    { return true }
 
 // MCPServer is the mcp-go server, for in-process tests.
-func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
+func (s *Server) MCPServer() *mcpserver.MCPServer { return s.mcp }
 
 // Listen speaks MCP over in and out until in ends (the client closed our stdin) or ctx is
 // cancelled (a signal). It returns nil in both cases; the caller then calls Close.
@@ -336,11 +308,11 @@ func (s *Server) Listen(ctx context.Context, in io.Reader, out io.Writer) error 
 // newSession is the protocol session of one client, writing to out.
 func (s *Server) newSession(ctx context.Context, out io.Writer) *protocol.Session {
 	cfg := protocol.Config{
-		MCP: s.mcp, Logger: s.log, MayWait: mayWait, WaitingCalls: waitingCalls,
+		MCP: s.mcp, Logger: s.log, MayWait: tools.MayWait, WaitingCalls: tools.WaitingCalls,
 		MaxWaits: s.cfg.MaxWaits, Listed: s.startOpen,
 	}
 	if s.cfg.MCPTasks {
-		cfg.Tasks = &protocol.TasksExtension{Store: graphTasks{s}, Tool: "tasks_run", IDField: "graphId"}
+		cfg.Tasks = &protocol.TasksExtension{Store: s.table.TaskStore(), Tool: "tasks_run", IDField: "graphId"}
 	}
 	return protocol.New(ctx, cfg, out)
 }

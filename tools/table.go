@@ -1,0 +1,112 @@
+// Package tools is the tool table of mcp-harness: the tools (their schemas, argument checks
+// and result shapes), the map from engine errors to the stable error codes of the tool
+// contract, and the bound every result is held to. The engines (pty, tasks, store) do the
+// work and know nothing of MCP; a handler here decodes, validates, calls one engine method
+// and shapes the result. The server that opens the store and starts the engines is
+// internal/server; the JSON-RPC layer in front of mcp-go is internal/protocol.
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-harness/mcp-harness/internal/protocol"
+	"github.com/mcp-harness/mcp-harness/internal/workspace"
+	"github.com/mcp-harness/mcp-harness/pty"
+	"github.com/mcp-harness/mcp-harness/tasks"
+)
+
+//go:embed instructions.md
+var instructions string
+
+// Config is what the tools are told on the server's command line.
+type Config struct {
+	MaxWait   time.Duration // no call waits longer; longer timeoutMs/waitMs are clamped; 0 = 30s
+	MaxResult int           // bytes of a result's text, and of its structuredContent as JSON; 0 = tasks.DefaultMaxResult
+	Detach    bool          // tasks_run's default for detach
+	Version   string        // the server's, in initialize's answer
+	Logger    *slog.Logger
+}
+
+// DefaultMaxWait is Config.MaxWait when it is 0: long enough for a build step or a dev
+// server's start, short enough that a client's own request timeout never comes first.
+const DefaultMaxWait = 30 * time.Second
+
+// Table is the tool table on a workspace, bound to the engines its tools call: NewTable
+// makes it and its mcp-go server, which answers initialize and tools/list at once; Start
+// gives it the engines once the store is open.
+type Table struct {
+	cfg Config
+	log *slog.Logger
+	ws  *workspace.Workspace
+	mcp *server.MCPServer
+
+	// ready waits until the store is open and the engines are started (Start has run), or
+	// says why they are not; every tool call waits for it first.
+	ready func(context.Context) error
+
+	// Set by Start, before ready first returns nil; read only after it did.
+	shells *pty.Manager
+	tasks  *tasks.Engine
+}
+
+// NewTable makes the tool table of workspace ws and the mcp-go server that offers it.
+// ready is what a call waits for before it touches an engine (see bind).
+func NewTable(cfg Config, ws *workspace.Workspace, ready func(context.Context) error) *Table {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = DefaultMaxWait
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	s := &Table{cfg: cfg, log: cfg.Logger, ws: ws, ready: ready}
+	s.mcp = server.NewMCPServer("mcp-harness", cfg.Version,
+		server.WithInstructions(instructions),
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+	)
+	s.mcp.AddTools(s.registry()...)
+	return s
+}
+
+// Start gives the table the engines its tools call; it runs once, before ready first
+// returns nil.
+func (s *Table) Start(shells *pty.Manager, engine *tasks.Engine) {
+	s.shells, s.tasks = shells, engine
+}
+
+// MCPServer is the mcp-go server that offers the tools.
+func (s *Table) MCPServer() *server.MCPServer { return s.mcp }
+
+// TaskStore serves the MCP Tasks extension over the table's task graphs (mcptasks.go).
+func (s *Table) TaskStore() protocol.TaskStore { return graphTasks{s} }
+
+// openFailure is the result of a tool call that ready refused. A held lock (an error with
+// a Busy() bool method saying true) is BUSY: the same call works once the other process
+// lets go, and the server tries the open again then. Anything else is INTERNAL and, unlike
+// other internal errors, says why, since that is what the user has to fix (a database
+// newer than this binary, a state directory that cannot be written); the server answers
+// every call so until it is restarted.
+func (s *Table) openFailure(tool string, err error) *mcp.CallToolResult {
+	var busy interface{ Busy() bool }
+	switch {
+	case errors.As(err, &busy) && busy.Busy():
+		return mcp.NewToolResultError(fmt.Sprintf("%s: %s failed: another process holds the workspace database's write lock (an operator's sqlite3 shell or a backup, say), so this server could not open its state yet; nothing was lost. Call again once that process lets go: the next call opens it.",
+			codeBusy, tool))
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, tasks.ErrClosed):
+		return s.toolError(tool, err) // the call was cancelled, or the server is shutting down
+	}
+	return mcp.NewToolResultError(fmt.Sprintf("%s: %s failed: this server could not open the workspace's state, and answers no tool call: %v. Restart it once that is fixed.",
+		codeInternal, tool, err))
+}
