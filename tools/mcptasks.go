@@ -33,11 +33,12 @@ func (g graphTasks) Task(ctx context.Context, id string, withResult bool) (proto
 	t := taskOf(snap)
 	if withResult && t.Status == "completed" {
 		req := mcp.CallToolRequest{}
-		req.Params.Name = "tasks_status"
-		res, err := g.s.tasksStatus(ctx, req, statusArgs{GraphID: snap.Graph.ID})
+		req.Params.Name = tasksStatus.name
+		out, text, err := g.s.tasksStatus(ctx, req, statusArgs{GraphID: snap.Graph.ID})
 		if err != nil {
 			return protocol.Task{}, fmt.Errorf("cannot read the graph's result: %w", err)
 		}
+		res := mcp.NewToolResultStructured(out, text)
 		res.IsError = snap.Progress().State() == tasks.GraphFailed
 		t.Result = res
 	}

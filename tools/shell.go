@@ -1,90 +1,52 @@
 package tools
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/mcp-harness/mcp-harness/internal/jsonsize"
-	"github.com/mcp-harness/mcp-harness/internal/protocol"
 	"github.com/mcp-harness/mcp-harness/pty"
 )
 
 // readArgs are the arguments every reading shell call takes.
 type readArgs struct {
-	WaitFor   string `json:"waitFor,omitempty"`
-	IdleMs    *int64 `json:"idleMs,omitempty"`
-	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
-	MaxBytes  *int64 `json:"maxBytes,omitempty"`
-	Raw       bool   `json:"raw,omitempty"`
-	Screen    bool   `json:"screen,omitempty"`
+	WaitFor   string `json:"waitFor,omitempty" jsonschema:"Regex (RE2) that ends the wait; your input's echo counts, so anchor it: (?m)^42$."`
+	IdleMs    *int64 `json:"idleMs,omitempty" jsonschema:"Quiet time that ends the wait. Default 300; none with waitFor."`
+	TimeoutMs *int64 `json:"timeoutMs,omitempty" jsonschema:"Default 10000, at most --max-wait; 0: now."`
+	MaxBytes  *int64 `json:"maxBytes,omitempty" jsonschema:"Default 16384." toolschema:"minimum=1"`
+	Raw       bool   `json:"raw,omitempty" jsonschema:"Keep escape codes."`
+	Screen    bool   `json:"screen,omitempty" jsonschema:"Add the screen (TUIs)."`
 }
 
-type openArgs struct {
-	Command string            `json:"command,omitempty"`
-	Cwd     string            `json:"cwd,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	Cols    *int              `json:"cols,omitempty"`
-	Rows    *int              `json:"rows,omitempty"`
-	Name    string            `json:"name,omitempty"`
-	// Integration is on unless false is given.
-	Integration *bool `json:"integration,omitempty"`
-	readArgs
+// termSize is a terminal's size, as shell_open and shell_io take it; the maximum is
+// pty.MaxSize (TestSchemas_Bounds).
+type termSize struct {
+	Cols *int `json:"cols,omitempty" jsonschema:"With rows." toolschema:"minimum=1,maximum=1000"`
+	Rows *int `json:"rows,omitempty" jsonschema:"With cols." toolschema:"minimum=1,maximum=1000"`
 }
 
-type ioArgs struct {
-	SessionID string   `json:"sessionId"`
-	Input     string   `json:"input,omitempty"`
-	Keys      []string `json:"keys,omitempty"`
-	Since     *int64   `json:"since,omitempty"`
-	Cols      *int     `json:"cols,omitempty"`
-	Rows      *int     `json:"rows,omitempty"`
-	Run       string   `json:"run,omitempty"`
-	Paste     bool     `json:"paste,omitempty"`
-	End       *int64   `json:"end,omitempty"`
-	WaitPort  int      `json:"waitPort,omitempty"`
-	readArgs
-}
-
-type shellListArgs struct {
-	SessionID string `json:"sessionId,omitempty"`
-}
-
-type closeArgs struct {
-	SessionID string `json:"sessionId"`
-	Signal    string `json:"signal,omitempty"`
-	GraceMs   *int64 `json:"graceMs,omitempty"`
-}
-
-// readResult is the structured result of shell_open and shell_io.
+// readResult is the structured result of shell_io, and of shell_open with its
+// integration.
 type readResult struct {
-	SessionID    string  `json:"sessionId"`
-	Pid          int     `json:"pid"`
-	Output       string  `json:"output"`
-	Since        int64   `json:"since"`
-	Cursor       int64   `json:"cursor"`
-	DroppedBytes int64   `json:"droppedBytes"`
-	OmittedBytes int64   `json:"omittedBytes"`
-	Reason       string  `json:"reason"`
-	Exited       bool    `json:"exited"`
-	ExitCode     *int    `json:"exitCode"`
-	Signal       *string `json:"signal"`
-	Written      int     `json:"written"`
+	SessionID    string     `json:"sessionId" jsonschema:"The session."`
+	Pid          int        `json:"pid" jsonschema:"Process id of the session's program."`
+	Output       string     `json:"output" jsonschema:"What the program printed from since to cursor, cleaned unless raw."`
+	Since        int64      `json:"since" jsonschema:"Byte offset in the session's output stream where output starts."`
+	Cursor       int64      `json:"cursor" jsonschema:"Byte offset where output ends; the next read starts here."`
+	DroppedBytes int64      `json:"droppedBytes" jsonschema:"Bytes that fell out of the session's buffer before they could be returned."`
+	OmittedBytes int64      `json:"omittedBytes" jsonschema:"Bytes of cleaned text left out in the middle because of maxBytes."`
+	Reason       pty.Reason `json:"reason" jsonschema:"Why the call returned."`
+	Exited       bool       `json:"exited" jsonschema:"The program has exited."`
+	ExitCode     *int       `json:"exitCode" jsonschema:"Exit status, once it exited normally."`
+	Signal       *string    `json:"signal" jsonschema:"Signal that killed the program, e.g. SIGKILL."`
+	Written      int        `json:"written" jsonschema:"Bytes of input delivered by this call."`
 	// Command is the shell command the call ran or saw, WaitingForInput what the program
 	// asks for (reason "input"); null when they do not apply.
 	Command         *commandResult `json:"command"`
 	WaitingForInput *inputWanted   `json:"waitingForInput"`
 	// Screen is what the terminal shows, when asked for; null otherwise.
 	Screen *screenResult `json:"screen"`
-	// Integration is shell_open's alone: whether the shell's integration marks arrived.
-	// shell_io's results do not have the field at all, rather than a null.
-	Integration *bool `json:"integration,omitempty"`
 }
 
 // screenResult is the screen as shell_open and shell_io report it (pty.Screen).
@@ -113,362 +75,9 @@ type commandResult struct {
 	Done       bool   `json:"done"`
 }
 
-// historyEntry is a finished shell command as shell_list reports it, with the range of
-// its output for shell_io's since and end.
-type historyEntry struct {
-	ID         int    `json:"id"`
-	Text       string `json:"text"`
-	ExitCode   *int   `json:"exitCode"`
-	Cwd        string `json:"cwd"`
-	StartedAt  string `json:"startedAt"`
-	DurationMs int64  `json:"durationMs"`
-	Since      int64  `json:"since"`
-	Cursor     int64  `json:"cursor"`
-}
-
 type inputWanted struct {
-	Kind   string `json:"kind"`
-	Prompt string `json:"prompt"`
-}
-
-type closeResult struct {
-	SessionID string  `json:"sessionId"`
-	ExitCode  *int    `json:"exitCode"`
-	Signal    *string `json:"signal"`
-	Output    string  `json:"output"`
-}
-
-type sessionInfo struct {
-	SessionID      string  `json:"sessionId"`
-	Name           string  `json:"name"`
-	Pid            int     `json:"pid"`
-	Command        string  `json:"command"`
-	Cwd            string  `json:"cwd"`
-	Cols           int     `json:"cols"`
-	Rows           int     `json:"rows"`
-	StartedAt      string  `json:"startedAt"`
-	LastActivityAt string  `json:"lastActivityAt"`
-	Exited         bool    `json:"exited"`
-	ExitCode       *int    `json:"exitCode"`
-	Signal         *string `json:"signal"`
-	UnreadBytes    int64   `json:"unreadBytes"`
-	Ports          []int   `json:"ports"`
-	// Commands is null unless shell_list was asked about this one session.
-	Commands []historyEntry `json:"commands"`
-}
-
-type listResult struct {
-	Sessions []sessionInfo `json:"sessions"`
-}
-
-// Schemas shared by the shell tools.
-var (
-	readProps = schema{
-		"waitFor":   str("Regex (RE2) that ends the wait; your input's echo counts, so anchor it: (?m)^42$."),
-		"idleMs":    integer("Quiet time that ends the wait. Default 300; none with waitFor."),
-		"timeoutMs": integer("Default 10000, at most --max-wait; 0: now."),
-		"maxBytes":  integer("Default 16384.", 1),
-		"raw":       boolean("Keep escape codes."),
-		"screen":    boolean("Add the screen (TUIs)."),
-	}
-	readOutput = object(schema{
-		"sessionId":    str("The session."),
-		"pid":          integer("Process id of the session's program.", 0),
-		"output":       str("What the program printed from `since` to `cursor`, cleaned unless raw."),
-		"since":        integer("Byte offset in the session's output stream where `output` starts.", 0),
-		"cursor":       integer("Byte offset where `output` ends; the next read starts here.", 0),
-		"droppedBytes": integer("Bytes that fell out of the session's buffer before they could be returned.", 0),
-		"omittedBytes": integer("Bytes of cleaned text left out in the middle because of maxBytes.", 0),
-		"reason": enum("Why the call returned.", pty.ReasonMatched, pty.ReasonExited, pty.ReasonIdle, pty.ReasonTimeout,
-			pty.ReasonPrompt, pty.ReasonInput, pty.ReasonPort),
-		"exited":   boolean("The program has exited."),
-		"exitCode": nullable(integer("Exit status, once it exited normally.", 0)),
-		"signal":   nullable(str("Signal that killed the program, e.g. SIGKILL.")),
-		"written":  integer("Bytes of input delivered by this call.", 0),
-		"command": nullable(props(schema{"id": tInt, "text": tString, "exitCode": nullable(tInt), "cwd": tString,
-			"startedAt": tString, "durationMs": tInt, "done": tBool})),
-		"waitingForInput": nullable(props(schema{"kind": enum("", pty.InputPassword, pty.InputLine, pty.InputKeys), "prompt": tString})),
-		"screen": nullable(props(schema{"cols": tInt, "rows": tInt, "lines": list(tString),
-			"cursor": props(schema{"row": tInt, "col": tInt}), "altScreen": tBool, "title": tString})),
-	}, "sessionId", "pid", "output", "since", "cursor", "droppedBytes", "omittedBytes", "reason", "exited", "exitCode", "signal", "written",
-		"command", "waitingForInput", "screen")
-	// openOutput is readOutput with shell_open's integration.
-	openOutput = withProp(readOutput, "integration", tBool)
-	sizeProps  = schema{
-		"cols": integer("With rows.", 1, pty.MaxSize),
-		"rows": integer("With cols.", 1, pty.MaxSize),
-	}
-)
-
-// withProp is object schema o with one more property, always present.
-func withProp(o schema, name string, p schema) schema {
-	out := schema{}
-	for k, v := range o {
-		out[k] = v
-	}
-	ps := schema{name: p}
-	for k, v := range o["properties"].(schema) {
-		ps[k] = v
-	}
-	out["properties"] = ps
-	if req, ok := o["required"].([]string); ok {
-		out["required"] = append(req[:len(req):len(req)], name)
-	}
-	return out
-}
-
-func merge(maps ...schema) schema {
-	out := schema{}
-	for _, m := range maps {
-		for k, v := range m {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// shellTools lists the shell tools' constructors; registry.go lists the areas.
-func (s *Table) shellTools() []server.ServerTool {
-	return []server.ServerTool{s.shellOpenTool(), s.shellIOTool(), s.shellCloseTool(), s.shellListTool()}
-}
-
-// shellOpenTool is shell_open: start a program under a new terminal and read its first output.
-func (s *Table) shellOpenTool() server.ServerTool {
-	tool := mcp.NewTool("shell_open",
-		mcp.WithDescription("Start a program (default: a shell) in a terminal kept between calls, for shells, REPLs, dev servers, prompts and TUIs; "+
-			"returns its first output and a sessionId. Size and wait arguments as in shell_io. For builds and tests use tasks_run."),
-		inputSchema(object(merge(schema{
-			"command":     str("Run with sh -c. Default: an interactive $SHELL."),
-			"cwd":         str("Relative to the workspace root."),
-			"env":         stringMap("Extra environment variables."),
-			"name":        str("A label."),
-			"integration": boolean("Default true; run needs it."),
-		}, bare(sizeProps), bare(readProps)))),
-		outputSchema(openOutput),
-		mcp.WithDestructiveHintAnnotation(true),
-		mcp.WithOpenWorldHintAnnotation(false),
-	)
-	return bind(s, tool, func(ctx context.Context, _ mcp.CallToolRequest, a openArgs) (*mcp.CallToolResult, error) {
-		r, clamped, err := s.readOptions(a.readArgs)
-		if err != nil {
-			return nil, err
-		}
-		// Held open until the program has started in it, so a path swapped after the check
-		// cannot move the program out of the workspace (workspace.Dir).
-		dir, err := s.ws.OpenDir(a.Cwd)
-		if err != nil {
-			return nil, err
-		}
-		o := pty.OpenOptions{Command: a.Command, Dir: dir.Path, EnterDir: dir.ExecPath(), Env: a.Env,
-			Cols: orZero(a.Cols), Rows: orZero(a.Rows), Name: a.Name, NoIntegration: a.Integration != nil && !*a.Integration}
-		res, err := s.shells.Open(ctx, o, r)
-		dir.Close()
-		if err != nil {
-			return nil, err
-		}
-		return readToolResult(res, clamped, true), nil
-	})
-}
-
-// shellIOTool is shell_io: resize, type, wait and read, in one engine call.
-func (s *Table) shellIOTool() server.ServerTool {
-	tool := mcp.NewTool("shell_io",
-		mcp.WithDescription("Type into a terminal session and read its output until waitFor matches, output goes quiet, it exits or timeoutMs. "+
-			"In a shell use run; on reason input, answer. Without input it waits for new output: do not poll."),
-		inputSchema(object(merge(schema{
-			"sessionId": str("From shell_open."),
-			"input":     str("Typed as is; end a command with \\n."),
-			"keys":      array("Sent after input: Enter, Tab, Escape, BSpace, Up, Down, C-c, C-d, M-x, F1...", schema{"type": "string"}),
-			"since":     integer("Re-read from this offset (a past cursor)."),
-			"end":       integer("With since: re-read to here."),
-			"run":       str("Command line to run at the shell prompt; returns its output and exit code."),
-			"paste":     boolean("Send input as one bracketed paste."),
-			"waitPort":  integer("End the wait when this TCP port listens.", 1, 65535),
-		}, sizeProps, readProps), "sessionId")),
-		outputSchema(readOutput),
-		mcp.WithDestructiveHintAnnotation(true),
-		mcp.WithOpenWorldHintAnnotation(false),
-	)
-	return bind(s, tool, func(ctx context.Context, req mcp.CallToolRequest, a ioArgs) (*mcp.CallToolResult, error) {
-		if err := needSession(a.SessionID); err != nil {
-			return nil, err
-		}
-		r, clamped, err := s.readOptions(a.readArgs)
-		if err != nil {
-			return nil, err
-		}
-		r.Since, r.End, r.WaitPort = a.Since, a.End, a.WaitPort
-		keys, err := pty.ParseKeys(a.Keys)
-		if err != nil {
-			return nil, err
-		}
-		in := pty.Input{Data: append([]byte(a.Input), keys...), Cols: orZero(a.Cols), Rows: orZero(a.Rows), Run: a.Run, Paste: a.Paste}
-		start := time.Now()
-		stop := protocol.ReportProgress(ctx, req, func() string {
-			what := "output to settle"
-			switch {
-			case a.Run != "":
-				what = "the prompt"
-			case r.WaitFor != nil:
-				what = "/" + r.WaitFor.String() + "/"
-			case a.WaitPort != 0:
-				what = fmt.Sprintf("port %d", a.WaitPort)
-			}
-			return fmt.Sprintf("%s: waiting for %s, %s so far", a.SessionID, what, time.Since(start).Round(time.Second))
-		})
-		res, err := s.shells.IO(ctx, a.SessionID, in, r)
-		stop()
-		if err != nil {
-			return nil, err
-		}
-		return readToolResult(res, clamped, false), nil
-	})
-}
-
-// shellCloseTool is shell_close: end a session and return what it left unread.
-func (s *Table) shellCloseTool() server.ServerTool {
-	tool := mcp.NewTool("shell_close",
-		mcp.WithDescription("End a terminal session: signal its process group, SIGKILL what is left after graceMs; returns the exit status and unread output."),
-		inputSchema(object(schema{
-			"sessionId": str("From shell_open."),
-			"signal":    enum("First signal. Default SIGHUP.", "SIGHUP", "SIGINT", "SIGTERM", "SIGKILL", "SIGQUIT", "SIGUSR1", "SIGUSR2"),
-			"graceMs":   integer("Default 2000, at most 60000."),
-		}, "sessionId")),
-		outputSchema(object(schema{
-			"sessionId": str("The session."),
-			"exitCode":  nullable(integer("Exit status, if it exited normally.", 0)),
-			"signal":    nullable(str("Signal that ended it, if any.")),
-			"output":    str("Output not read before the close, cleaned, head and tail kept."),
-		}, "sessionId", "exitCode", "signal", "output")),
-		mcp.WithDestructiveHintAnnotation(true),
-		mcp.WithIdempotentHintAnnotation(false),
-		mcp.WithOpenWorldHintAnnotation(false),
-	)
-	return bind(s, tool, func(ctx context.Context, _ mcp.CallToolRequest, a closeArgs) (*mcp.CallToolResult, error) {
-		if err := needSession(a.SessionID); err != nil {
-			return nil, err
-		}
-		sig := syscall.SIGHUP
-		if a.Signal != "" {
-			var err error
-			if sig, err = pty.ParseSignal(a.Signal); err != nil {
-				return nil, err
-			}
-		}
-		// graceMs 0 reaches the engine as zero: SIGKILL right after the first signal.
-		var cut clampNotes
-		grace, err := cut.ms("graceMs", a.GraceMs, pty.DefaultGrace, pty.MaxGrace, ", the longest grace")
-		if err != nil {
-			return nil, err
-		}
-		res, err := s.shells.Close(ctx, a.SessionID, sig, grace)
-		if err != nil {
-			return nil, err
-		}
-		out := closeResult{SessionID: res.SessionID, ExitCode: res.ExitCode, Signal: res.Signal, Output: res.Output}
-		header := fmt.Sprintf("%s closed: %s", res.SessionID, exitStatus(true, res.ExitCode, res.Signal))
-		for _, note := range cut {
-			header += " (" + strings.TrimSuffix(note, ".") + ")"
-		}
-		if strings.TrimSpace(res.Output) != "" {
-			header += "; unread output follows"
-		}
-		return mcp.NewToolResultStructured(out, header+"\n"+res.Output), nil
-	})
-}
-
-// shellListTool is shell_list: the sessions not yet closed.
-func (s *Table) shellListTool() server.ServerTool {
-	tool := mcp.NewTool("shell_list",
-		mcp.WithDescription("This server's terminal sessions, oldest first, with their unread output and listening ports."),
-		inputSchema(object(schema{
-			"sessionId": str("Only this one, with its command history."),
-		})),
-		outputSchema(object(schema{
-			"sessions": array("The sessions.", object(schema{
-				"sessionId":      str("Id for shell_io and shell_close."),
-				"name":           str("Label given at shell_open."),
-				"pid":            integer("Process id.", 0),
-				"command":        str("What runs."),
-				"cwd":            str("Absolute working directory."),
-				"cols":           integer("Terminal width.", 1),
-				"rows":           integer("Terminal height.", 1),
-				"startedAt":      str("RFC 3339 time it started."),
-				"lastActivityAt": str("RFC 3339 time of its last output or input."),
-				"exited":         boolean("The program has exited."),
-				"exitCode":       nullable(integer("Exit status, if it exited normally.", 0)),
-				"signal":         nullable(str("Signal that killed it, if any.")),
-				"unreadBytes":    integer("Output bytes after the read cursor.", 0),
-				"ports":          list(tInt),
-				"commands": nullable(list(props(schema{"id": tInt, "text": tString, "exitCode": nullable(tInt), "cwd": tString,
-					"startedAt": tString, "durationMs": tInt, "since": tInt, "cursor": tInt}))),
-			}, "sessionId", "name", "pid", "command", "cwd", "cols", "rows", "startedAt", "lastActivityAt", "exited", "exitCode", "signal", "unreadBytes",
-				"ports", "commands")),
-		}, "sessions")),
-		mcp.WithReadOnlyHintAnnotation(true),
-		mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithOpenWorldHintAnnotation(false),
-	)
-	return bind(s, tool, func(_ context.Context, _ mcp.CallToolRequest, a shellListArgs) (*mcp.CallToolResult, error) {
-		var infos []pty.Info
-		if a.SessionID != "" {
-			in, err := s.shells.Get(a.SessionID)
-			if err != nil {
-				return nil, err
-			}
-			infos = []pty.Info{in}
-		} else {
-			infos = s.shells.List()
-		}
-		out := listResult{Sessions: make([]sessionInfo, 0, len(infos))}
-		var text strings.Builder
-		fmt.Fprintf(&text, "%d session(s)\n", len(infos))
-		for _, in := range infos {
-			si := sessionInfo{
-				SessionID: in.ID, Name: in.Name, Pid: in.Pid, Command: in.Command, Cwd: in.Dir,
-				Cols: in.Cols, Rows: in.Rows, StartedAt: timestamp(in.StartedAt), LastActivityAt: timestamp(in.LastActivityAt),
-				Exited: in.Exited, ExitCode: in.ExitCode, Signal: in.Signal, UnreadBytes: in.UnreadBytes,
-				Ports: append([]int{}, in.Ports...),
-			}
-			label := in.Command
-			if in.Name != "" {
-				label = in.Name + ": " + in.Command
-			}
-			fmt.Fprintf(&text, "%s  pid %d  %s  %s unread  %s  (cwd %s)", in.ID, in.Pid,
-				exitStatus(in.Exited, in.ExitCode, in.Signal), fmtBytes(in.UnreadBytes), label, in.Dir)
-			if len(in.Ports) > 0 {
-				fmt.Fprintf(&text, "  ports %s", strings.Trim(fmt.Sprint(in.Ports), "[]"))
-			}
-			text.WriteString("\n")
-			if a.SessionID != "" {
-				si.Commands = s.history(in.Commands, &text)
-			}
-			out.Sessions = append(out.Sessions, si)
-		}
-		return mcp.NewToolResultStructured(out, strings.TrimSuffix(text.String(), "\n")), nil
-	})
-}
-
-// history shapes a session's commands for shell_list, newest last, and lists them in
-// text. Command lines are cut to a few hundred bytes (the output range says the rest), and
-// the oldest commands are left out if the list would not fit the result budget.
-func (s *Table) history(cmds []pty.Command, text *strings.Builder) []historyEntry {
-	out := make([]historyEntry, 0, len(cmds))
-	for _, c := range cmds {
-		out = append(out, historyEntry{ID: c.ID, Text: clipText(c.Text), ExitCode: c.ExitCode, Cwd: c.Cwd,
-			StartedAt: timestamp(c.StartedAt), DurationMs: c.Duration.Milliseconds(), Since: c.Since, Cursor: c.Cursor})
-	}
-	room := s.maxResult() / 2 // the structured list and its text share the budget with the rest
-	for len(out) > 0 && jsonsize.Of(out) > room {
-		out = out[1:]
-	}
-	if left := len(cmds) - len(out); left > 0 {
-		fmt.Fprintf(text, "  (%d older commands left out to fit the result)\n", left)
-	}
-	for _, c := range cmds[len(cmds)-len(out):] {
-		fmt.Fprintf(text, "  %s  since=%d end=%d\n", commandStatus(c), c.Since, c.Cursor)
-	}
-	return out
+	Kind   pty.InputKind `json:"kind"`
+	Prompt string        `json:"prompt"`
 }
 
 // readOptions turns the reading arguments into the engine's options, which the engine
@@ -524,16 +133,13 @@ func orZero(v *int) int {
 	return *v
 }
 
-// readToolResult shapes a read: a header line a model can scan, then the output verbatim.
-// open adds shell_open's integration field.
-func readToolResult(r pty.ReadResult, clamped, open bool) *mcp.CallToolResult {
+// shapeRead shapes a read of shell_open or shell_io: the structured result, and its text,
+// a header line a model can scan, then the output verbatim.
+func shapeRead(r pty.ReadResult, clamped bool) (readResult, string) {
 	out := readResult{
 		SessionID: r.SessionID, Pid: r.Pid, Output: r.Output, Since: r.Since, Cursor: r.Cursor,
-		DroppedBytes: r.DroppedBytes, OmittedBytes: r.OmittedBytes, Reason: string(r.Reason),
+		DroppedBytes: r.DroppedBytes, OmittedBytes: r.OmittedBytes, Reason: r.Reason,
 		Exited: r.Exited, ExitCode: r.ExitCode, Signal: r.Signal, Written: r.Written,
-	}
-	if open {
-		out.Integration = &r.Integration
 	}
 	parts := []string{fmt.Sprintf("%s (pid %d)", r.SessionID, r.Pid), string(r.Reason), exitStatus(r.Exited, r.ExitCode, r.Signal),
 		fmt.Sprintf("bytes %d-%d", r.Since, r.Cursor)}
@@ -543,7 +149,7 @@ func readToolResult(r pty.ReadResult, clamped, open bool) *mcp.CallToolResult {
 		parts = append(parts, commandStatus(*c))
 	}
 	if w := r.WaitingForInput; w != nil {
-		out.WaitingForInput = &inputWanted{Kind: string(w.Kind), Prompt: w.Prompt}
+		out.WaitingForInput = &inputWanted{Kind: w.Kind, Prompt: w.Prompt}
 		parts = append(parts, fmt.Sprintf("waits for %s input at %q: answer with input (or keys C-c)", w.Kind, w.Prompt))
 	}
 	if r.Written > 0 {
@@ -573,7 +179,7 @@ func readToolResult(r pty.ReadResult, clamped, open bool) *mcp.CallToolResult {
 		}
 		text += screenText(*sc)
 	}
-	return mcp.NewToolResultStructured(out, text)
+	return out, text
 }
 
 // screenText is the screen for the text of a result, after the output: a model reads the

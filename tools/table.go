@@ -89,8 +89,12 @@ func (s *Table) Start(shells *pty.Manager, engine *tasks.Engine) {
 // MCPServer is the mcp-go server that offers the tools.
 func (s *Table) MCPServer() *server.MCPServer { return s.mcp }
 
-// TaskStore serves the MCP Tasks extension over the table's task graphs (mcptasks.go).
-func (s *Table) TaskStore() protocol.TaskStore { return graphTasks{s} }
+// TasksExtension serves the MCP Tasks extension over the table's task graphs
+// (mcptasks.go): a task is a graph, tasks_run's calls become tasks, and the task's id is
+// the graphId of tasks_run's result.
+func (s *Table) TasksExtension() *protocol.TasksExtension {
+	return &protocol.TasksExtension{Store: graphTasks{s}, Tool: tasksRun.name, IDField: "graphId"}
+}
 
 // openFailure is the result of a tool call that ready refused. A held lock (an error with
 // a Busy() bool method saying true) is BUSY: the same call works once the other process

@@ -312,7 +312,7 @@ func (s *Server) newSession(ctx context.Context, out io.Writer) *protocol.Sessio
 		MaxWaits: s.cfg.MaxWaits, Listed: s.startOpen,
 	}
 	if s.cfg.MCPTasks {
-		cfg.Tasks = &protocol.TasksExtension{Store: s.table.TaskStore(), Tool: "tasks_run", IDField: "graphId"}
+		cfg.Tasks = s.table.TasksExtension()
 	}
 	return protocol.New(ctx, cfg, out)
 }
