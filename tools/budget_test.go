@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-harness/mcp-harness/internal/toolschema"
+	"github.com/mcp-harness/mcp-harness/pty"
+	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
 // tools/list is read at the start of every conversation: it stays within 24 KiB in all
@@ -26,26 +30,69 @@ func TestToolsList_Budget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list struct {
-		Result struct {
-			Tools []map[string]json.RawMessage `json:"tools"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(all, &list); err != nil || len(list.Result.Tools) == 0 {
+	size, err := toolschema.Measure(all)
+	if err != nil {
 		t.Fatalf("tools/list: %v %s", err, all)
 	}
-	read, outputs := 0, 0
-	for _, tl := range list.Result.Tools {
-		read += len(tl["name"]) + len(tl["description"]) + len(tl["inputSchema"])
-		outputs += len(tl["outputSchema"])
+	t.Logf("tools/list: %d bytes in all (at most %d); names, descriptions and input schemas %d (at most %d)",
+		size.Total, maxAll, size.Model, maxRead)
+	if size.Total > maxAll {
+		t.Errorf("tools/list is %d bytes, over %d", size.Total, maxAll)
 	}
-	t.Logf("tools/list: %d bytes in all (at most %d); names, descriptions and input schemas %d (at most %d); output schemas %d",
-		len(all), maxAll, read, maxRead, outputs)
-	if len(all) > maxAll {
-		t.Errorf("tools/list is %d bytes, over %d", len(all), maxAll)
+	if size.Model > maxRead {
+		t.Errorf("names, descriptions and input schemas take %d bytes, over %d", size.Model, maxRead)
 	}
-	if read > maxRead {
-		t.Errorf("names, descriptions and input schemas take %d bytes, over %d", read, maxRead)
+}
+
+// Every argument of every tool, nested ones too, has a description a model can act on:
+// what to give, its default or where the value comes from.
+func TestTools_ArgumentsDescribed(t *testing.T) {
+	s := newTestServer(t)
+	var walk func(tool, at string, sch map[string]any)
+	walk = func(tool, at string, sch map[string]any) {
+		props, _ := sch["properties"].(map[string]any)
+		for name, p := range props {
+			p := p.(map[string]any)
+			if d, _ := p["description"].(string); len(strings.Fields(d)) < 2 {
+				t.Errorf("%s: argument %s%s has no description a model can act on: %q", tool, at, name, d)
+			}
+			if items, ok := p["items"].(map[string]any); ok {
+				walk(tool, at+name+"[].", items)
+			}
+		}
+	}
+	for _, st := range s.registry() {
+		var in map[string]any
+		if err := json.Unmarshal(st.Tool.RawInputSchema, &in); err != nil {
+			t.Fatal(err)
+		}
+		walk(st.Tool.Name, "", in)
+	}
+}
+
+// The bounds the schemas give are the engines' own (a struct tag cannot name a constant).
+func TestSchemas_Bounds(t *testing.T) {
+	s := newTestServer(t)
+	for _, c := range []struct {
+		tool string
+		path []string
+		key  string
+		want int
+	}{
+		{"shell_open", []string{"cols"}, "maximum", pty.MaxSize},
+		{"shell_io", []string{"rows"}, "maximum", pty.MaxSize},
+		{"tasks_run", []string{"tasks", "[]", "retries"}, "maximum", tasks.MaxRetries},
+		{"tasks_list", []string{"limit"}, "maximum", tasks.MaxListLimit},
+	} {
+		var in map[string]any
+		if err := json.Unmarshal(s.MCPServer().GetTool(c.tool).Tool.RawInputSchema, &in); err != nil {
+			t.Fatal(err)
+		}
+		setAt(in, c.path, func(p map[string]any) {
+			if got, _ := p[c.key].(float64); int(got) != c.want {
+				t.Errorf("%s %v: %s = %v, want %d", c.tool, c.path, c.key, p[c.key], c.want)
+			}
+		})
 	}
 }
 

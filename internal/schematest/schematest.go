@@ -2,12 +2,11 @@
 // with a real JSON Schema validator (santhosh-tekuri/jsonschema, draft 2020-12), for the
 // tests of tools (in process) and of the binary (end to end). Only tests import it.
 //
-// A result is held to more than a sent schema says. The server sends only the names of a
-// result's fields (tools/schema.go); the whole schema (nested shapes, which fields may be
-// null, enums, types) is the contract, kept in the code and pinned in tools/testdata, and
-// results are checked against both. The contract is stricter still (DESIGN, "Result
-// shapes"): every field a schema lists is always present, and there is no other. So
-// Compile makes a schema strict first, and a field added to a result but not to its
+// A result is held to more than a sent schema says. The server sends each tool's whole
+// output schema (nested shapes, which fields may be null, enums, types), derived from the
+// result's Go type and pinned in tools/testdata. The contract is stricter still (DESIGN,
+// "Result shapes"): every field a schema lists is always present, and there is no other.
+// So Compile makes a schema strict first, and a field added to a result but not to its
 // schema, or one left out, fails the test that meets it.
 package schematest
 
