@@ -101,7 +101,7 @@ func (t tool[A, R]) bind(s *Table, def mcp.Tool) server.ServerTool {
 }
 
 // waits says whether a tool's calls may wait: for a terminal's output or exit, a graph's
-// end, or a close's grace. Such calls count against the server's --max-waits
+// end, or a close's grace. Such calls count against the server's cap on waiting calls
 // (protocol.Config.MayWait). The zero value never waits.
 type waits struct {
 	always bool

@@ -6,7 +6,7 @@ import (
 )
 
 // Every tool says whether its calls may wait, and a new tool must be added here: a call
-// that may wait counts against --max-waits, and the BUSY answer names those calls.
+// that may wait counts against the cap on waiting calls, and the BUSY answer names them.
 func TestDispatch_ToolsClassified(t *testing.T) {
 	s := newTestServer(t)
 	positive := map[string]json.RawMessage{"waitMs": json.RawMessage(`1000`)}
