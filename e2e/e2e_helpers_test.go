@@ -289,9 +289,9 @@ func (s *server) maxResult() int {
 }
 
 // outputSchemas holds each tool's output schemas, made strict, compiled once: the one
-// tools/list sends and the whole one of the code. They are read from tools/testdata, where
-// TestToolSchemas_Golden pins them to the code (<tool>.json, as tools/list sends the tool;
-// <tool>.output.json, the whole output schema).
+// tools/list sends, the whole contract of its results. It is read from tools/testdata,
+// where TestToolSchemas_Golden pins it to the code (<tool>.json, as tools/list sends the
+// tool).
 var outputSchemas sync.Map // tool name -> []*jsonschema.Schema
 
 // checkToolResult checks one tool result (decoded JSON) against the contract; see
@@ -332,8 +332,8 @@ func checkToolResult(t testing.TB, name string, result map[string]any, limit int
 	}
 }
 
-// loadOutputSchemas compiles the strict forms of a tool's output schemas from
-// tools/testdata: the one tools/list sends, then the whole one.
+// loadOutputSchemas compiles the strict form of a tool's output schema from
+// tools/testdata, as tools/list sends it.
 func loadOutputSchemas(t testing.TB, name string) []*jsonschema.Schema {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "tools", "testdata", name+".json"))
@@ -346,19 +346,11 @@ func loadOutputSchemas(t testing.TB, name string) []*jsonschema.Schema {
 	if err := json.Unmarshal(raw, &tool); err != nil {
 		t.Fatalf("tools/testdata/%s.json: %v", name, err)
 	}
-	whole, err := os.ReadFile(filepath.Join("..", "tools", "testdata", name+".output.json"))
+	sch, err := schematest.Compile(name+".sent", tool.OutputSchema)
 	if err != nil {
-		t.Fatalf("whole output schema of %s: %v", name, err)
+		t.Fatal(err)
 	}
-	var out []*jsonschema.Schema
-	for i, doc := range [][]byte{tool.OutputSchema, whole} {
-		sch, err := schematest.Compile([]string{name + ".sent", name + ".whole"}[i], doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, sch)
-	}
-	return out
+	return []*jsonschema.Schema{sch}
 }
 
 func shortText(s string, n int) string {

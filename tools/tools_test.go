@@ -73,10 +73,9 @@ func structured(t testing.TB, r *mcp.CallToolResult) map[string]any {
 }
 
 // Each tool as tools/list sends it (schemas, description, annotations) is pinned in
-// testdata/<tool>.json, and its output schema, the contract of its results, in
-// testdata/<tool>.output.json, where the end-to-end tests read it: a change to what a
-// model reads before every call, or to what a result holds, must be deliberate (go test
-// ./tools -update rewrites them).
+// testdata/<tool>.json, where the end-to-end tests read its output schema, the contract of
+// its results: a change to what a model reads before every call, or to what a result
+// holds, must be deliberate (go test ./tools -update rewrites them).
 func TestToolSchemas_Golden(t *testing.T) {
 	s := newTestServer(t)
 	for _, tool := range s.registry() {
@@ -84,7 +83,7 @@ func TestToolSchemas_Golden(t *testing.T) {
 		for _, g := range []struct {
 			file string
 			v    any
-		}{{name + ".json", tool.Tool}, {name + ".output.json", tool.Tool.RawOutputSchema}} {
+		}{{name + ".json", tool.Tool}} {
 			got, err := json.MarshalIndent(g.v, "", "  ")
 			if err != nil {
 				t.Fatal(err)
