@@ -61,7 +61,7 @@ type Config struct {
 }
 
 // Server is one running mcp-harness: a runner on a workspace with its engines and the MCP
-// server in front of them. New opens it, Listen speaks MCP until the input ends or the
+// server in front of them. Serve makes one, Listen speaks MCP until the input ends or the
 // context is cancelled, Close shuts everything down.
 type Server struct {
 	cfg      Config
@@ -117,9 +117,9 @@ func newServer(cfg Config) (*Server, error) {
 }
 
 // open opens the store, registers the runner and starts the engines; a failure leaves
-// nothing open, so that open can be tried again. New runs it at once; Serve leaves it
-// until the client has what it waits for at its start, initialize and tools/list
-// answered, neither of which needs the store (startOpen). Only run calls it.
+// nothing open, so that open can be tried again. The tests' New runs it at once; Serve
+// leaves it until the client has what it waits for at its start, initialize and
+// tools/list answered, neither of which needs the store (startOpen). Only run calls it.
 func (s *Server) open(ctx context.Context) error {
 	cfg := s.cfg
 	db, err := store.OpenWith(ctx, s.ws.DBPath(), store.Options{BusyTimeout: cfg.BusyTimeout})
@@ -193,8 +193,9 @@ func (a *openAttempt) failedBusy() bool {
 	}
 }
 
-// run runs open as attempt a and records how it ended; logged, unless New runs it (New
-// returns the error). The log comes before done is closed, so before any call answers.
+// run runs open as attempt a and records how it ended; logged, unless the tests' New
+// runs it (New returns the error). The log comes before done is closed, so before any
+// call answers.
 func (s *Server) run(ctx context.Context, a *openAttempt, logged bool) {
 	err := s.open(ctx)
 	// Another process's write lock held past the busy timeout is transient (an operator's
