@@ -150,6 +150,10 @@ type Engine struct {
 	order   []*graph          // the same, oldest first: scheduling visits them in turn
 	running int               // tasks running, runner-wide
 	closed  bool
+	// procs holds the process group of every attempt started and not yet reaped,
+	// whatever became of its graph: a graph forgotten (adopted by a peer) leaves order,
+	// but Close must still be able to kill what is left of its processes.
+	procs map[int]struct{}
 
 	writer   *writer      // commits the write queue to the store (writer.go)
 	preparer *preparer    // creates logs ahead of their tasks (prelog.go)
@@ -209,6 +213,7 @@ func NewEngine(cfg Config) *Engine {
 		cfg:    cfg, log: cfg.Logger, shell: shell,
 		env:      mergeEnv(os.Environ(), taskDefaults),
 		graphs:   map[string]*graph{},
+		procs:    map[int]struct{}{},
 		spooler:  newSpooler(),
 		changes:  newNotifier(),
 		finishes: newNotifier(),
@@ -305,12 +310,8 @@ func (e *Engine) reapAll(ctx context.Context) {
 	case <-done:
 	case <-ctx.Done():
 		e.mu.Lock()
-		for _, g := range e.order {
-			for _, t := range g.tasks {
-				if t.cmd != nil {
-					syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
-				}
-			}
+		for pgid := range e.procs {
+			syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 		e.mu.Unlock()
 		<-done

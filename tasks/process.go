@@ -71,6 +71,13 @@ func (e *Engine) start(g *graph, t *task) []launch {
 	}
 	pid := cmd.Process.Pid
 	t.cmd = cmd
+	e.procs[pid] = struct{}{}
+	if e.graphs[g.row.ID] != g {
+		// The graph was forgotten while the process was being created outside e.mu (a
+		// peer adopted it, and forgetLocked found no process to kill yet): the adopter
+		// runs the task now, so this copy must not run on. wait reaps it as usual.
+		syscall.Kill(-pid, syscall.SIGKILL)
+	}
 	t.row.Pid, t.row.Pgid, t.row.ProcStart = &pid, &pid, &ident.ProcStart
 	t.row.Message = nil
 	e.sendLocked(t)
@@ -159,6 +166,7 @@ func (e *Engine) wait(g *graph, t *task, cmd *exec.Cmd) {
 	syscall.Kill(-pid, syscall.SIGKILL)
 	cmd.Wait()
 	e.mu.Lock()
+	delete(e.procs, pid)
 	e.exitedLocked(g, t, cmd.ProcessState)
 	next := e.scheduleLocked()
 	e.mu.Unlock()
