@@ -21,7 +21,7 @@ func (db *DB) UnreapedRunners(ctx context.Context, self string) ([]Runner, error
 	if err != nil {
 		return nil, fmt.Errorf("unreaped runners: %w", err)
 	}
-	return scanRunners(rows)
+	return collect(rows, scanRunner)
 }
 
 // MarkReaped records that a gone runner has been reconciled.
@@ -99,7 +99,7 @@ func (db *DB) AdoptGraphs(ctx context.Context, gone Runner, adopter, code, messa
 			if err != nil {
 				return err
 			}
-			running, err := scanTasks(trows)
+			running, err := collect(trows, scanTask)
 			if err != nil {
 				return err
 			}
@@ -152,13 +152,13 @@ func (db *DB) GetArtifact(ctx context.Context, graphID string) (Artifact, error)
 
 // UnspooledGraphs lists finished graphs that have no artifact yet, oldest first.
 func (db *DB) UnspooledGraphs(ctx context.Context) ([]string, error) {
-	return db.ids(ctx, `SELECT g.id FROM graphs g LEFT JOIN artifacts a ON a.graph_id = g.id
+	return queryAll(ctx, db.sql, scanID, `SELECT g.id FROM graphs g LEFT JOIN artifacts a ON a.graph_id = g.id
 		WHERE g.finished_at IS NOT NULL AND a.graph_id IS NULL ORDER BY g.id`)
 }
 
 // ExpirableGraphs lists graphs finished before cutoff that are not expired yet.
 func (db *DB) ExpirableGraphs(ctx context.Context, cutoff time.Time) ([]string, error) {
-	return db.ids(ctx, `SELECT id FROM graphs WHERE finished_at IS NOT NULL AND finished_at < ? AND expired_at IS NULL ORDER BY id`, millis(cutoff))
+	return queryAll(ctx, db.sql, scanID, `SELECT id FROM graphs WHERE finished_at IS NOT NULL AND finished_at < ? AND expired_at IS NULL ORDER BY id`, millis(cutoff))
 }
 
 // MarkExpired records that a graph's live logs were removed.
@@ -167,21 +167,4 @@ func (db *DB) MarkExpired(ctx context.Context, graphID string) error {
 		_, err := tx.ExecContext(ctx, `UPDATE graphs SET expired_at = COALESCE(expired_at, ?) WHERE id = ?`, millis(time.Now()), graphID)
 		return err
 	})
-}
-
-func (db *DB) ids(ctx context.Context, q string, args ...any) ([]string, error) {
-	rows, err := db.sql.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
 }

@@ -242,7 +242,7 @@ func (db *DB) GraphTasks(ctx context.Context, graphID string) ([]TaskRow, error)
 	if err != nil {
 		return nil, fmt.Errorf("tasks of %s: %w", graphID, err)
 	}
-	return scanTasks(rows)
+	return collect(rows, scanTask)
 }
 
 // ListFilter selects tasks for ListTasks.
@@ -286,7 +286,7 @@ func (db *DB) ListTasks(ctx context.Context, f ListFilter) (tasks []TaskRow, nex
 	if err != nil {
 		return nil, "", fmt.Errorf("list tasks: %w", err)
 	}
-	tasks, err = scanTasks(rows)
+	tasks, err = collect(rows, scanTask)
 	if err != nil {
 		return nil, "", fmt.Errorf("list tasks: %w", err)
 	}
@@ -312,26 +312,11 @@ func parseCursor(c string) (graphID string, seq int, ok bool) {
 
 // UnfinishedGraphs lists the graphs of a runner that still have pending or running tasks.
 func (db *DB) UnfinishedGraphs(ctx context.Context, runnerID string) ([]GraphRow, error) {
-	rows, err := db.sql.QueryContext(ctx, graphSelect+` WHERE runner_id = ? AND finished_at IS NULL ORDER BY id`, runnerID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []GraphRow
-	for rows.Next() {
-		g, err := scanGraph(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, db.sql, scanGraph, graphSelect+` WHERE runner_id = ? AND finished_at IS NULL ORDER BY id`, runnerID)
 }
 
 const graphSelect = `SELECT id, name, runner_id, COALESCE(idempotency_key, ''), max_parallel, fail_fast,
 	task_count, created_at, finished_at, version, expired_at FROM graphs`
-
-type scanner interface{ Scan(dest ...any) error }
 
 func scanGraph(row scanner) (GraphRow, error) {
 	var g GraphRow
@@ -349,34 +334,29 @@ func scanGraph(row scanner) (GraphRow, error) {
 const taskSelect = `SELECT graph_id, id, seq, command, cwd, env, depends_on, timeout_sec, retries,
 	status, error_code, exit_code, signal, message, attempt, pid, pgid, proc_start, started_at, finished_at FROM tasks`
 
-func scanTasks(rows *sql.Rows) ([]TaskRow, error) {
-	defer rows.Close()
-	var out []TaskRow
-	for rows.Next() {
-		var t TaskRow
-		var env, deps string
-		var errorCode, signal, message sql.NullString
-		var exitCode, pid, pgid, procStart, started, finished sql.NullInt64
-		if err := rows.Scan(&t.GraphID, &t.ID, &t.Seq, &t.Command, &t.Cwd, &env, &deps, &t.TimeoutSec, &t.Retries,
-			&t.Status, &errorCode, &exitCode, &signal, &message, &t.Attempt, &pid, &pgid, &procStart, &started, &finished); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(env), &t.Env); err != nil {
-			return nil, fmt.Errorf("task %s env: %w", t.ID, err)
-		}
-		if err := json.Unmarshal([]byte(deps), &t.DependsOn); err != nil {
-			return nil, fmt.Errorf("task %s dependencies: %w", t.ID, err)
-		}
-		t.ErrorCode, t.Signal, t.Message = stringPtr(errorCode), stringPtr(signal), stringPtr(message)
-		t.ExitCode, t.Pid, t.Pgid = intPtr(exitCode), intPtr(pid), intPtr(pgid)
-		if procStart.Valid {
-			v := uint64(procStart.Int64)
-			t.ProcStart = &v
-		}
-		t.StartedAt, t.FinishedAt = timePtr(started), timePtr(finished)
-		out = append(out, t)
+func scanTask(row scanner) (TaskRow, error) {
+	var t TaskRow
+	var env, deps string
+	var errorCode, signal, message sql.NullString
+	var exitCode, pid, pgid, procStart, started, finished sql.NullInt64
+	if err := row.Scan(&t.GraphID, &t.ID, &t.Seq, &t.Command, &t.Cwd, &env, &deps, &t.TimeoutSec, &t.Retries,
+		&t.Status, &errorCode, &exitCode, &signal, &message, &t.Attempt, &pid, &pgid, &procStart, &started, &finished); err != nil {
+		return TaskRow{}, err
 	}
-	return out, rows.Err()
+	if err := json.Unmarshal([]byte(env), &t.Env); err != nil {
+		return TaskRow{}, fmt.Errorf("task %s env: %w", t.ID, err)
+	}
+	if err := json.Unmarshal([]byte(deps), &t.DependsOn); err != nil {
+		return TaskRow{}, fmt.Errorf("task %s dependencies: %w", t.ID, err)
+	}
+	t.ErrorCode, t.Signal, t.Message = stringPtr(errorCode), stringPtr(signal), stringPtr(message)
+	t.ExitCode, t.Pid, t.Pgid = intPtr(exitCode), intPtr(pid), intPtr(pgid)
+	if procStart.Valid {
+		v := uint64(procStart.Int64)
+		t.ProcStart = &v
+	}
+	t.StartedAt, t.FinishedAt = timePtr(started), timePtr(finished)
+	return t, nil
 }
 
 func nullString(s string) any {
@@ -461,20 +441,11 @@ type TaskBrief struct {
 // TaskBriefs reads the id, state and attempt of every task of a graph in submitted order:
 // a fraction of the cost of GraphTasks, for waits that look at states only.
 func (db *DB) TaskBriefs(ctx context.Context, graphID string) ([]TaskBrief, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT id, status, attempt FROM tasks WHERE graph_id = ? ORDER BY seq`, graphID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []TaskBrief
-	for rows.Next() {
+	return queryAll(ctx, db.sql, func(row scanner) (TaskBrief, error) {
 		var b TaskBrief
-		if err := rows.Scan(&b.ID, &b.Status, &b.Attempt); err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
+		err := row.Scan(&b.ID, &b.Status, &b.Attempt)
+		return b, err
+	}, `SELECT id, status, attempt FROM tasks WHERE graph_id = ? ORDER BY seq`, graphID)
 }
 
 // RequestCancel records a cancel request on the named tasks of a graph (every unfinished
@@ -484,21 +455,8 @@ func (db *DB) RequestCancel(ctx context.Context, graphID string, ids []string, g
 	var marked []string
 	err := db.write(ctx, func(tx *sql.Tx) error {
 		marked = marked[:0]
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM tasks WHERE graph_id = ? AND status IN ('pending', 'running') ORDER BY seq`, graphID)
+		open, err := queryAll(ctx, tx, scanID, `SELECT id FROM tasks WHERE graph_id = ? AND status IN ('pending', 'running') ORDER BY seq`, graphID)
 		if err != nil {
-			return err
-		}
-		var open []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			open = append(open, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		want := map[string]bool{}
@@ -533,25 +491,16 @@ type CancelRequest struct {
 
 // CancelRequests lists the open cancel requests on unfinished tasks of a runner's graphs.
 func (db *DB) CancelRequests(ctx context.Context, runnerID string) ([]CancelRequest, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT t.graph_id, t.id, COALESCE(t.cancel_grace_ms, 0) FROM tasks t
+	return queryAll(ctx, db.sql, func(row scanner) (CancelRequest, error) {
+		var r CancelRequest
+		var graceMs int64
+		err := row.Scan(&r.GraphID, &r.TaskID, &graceMs)
+		r.Grace = time.Duration(graceMs) * time.Millisecond
+		return r, err
+	}, `SELECT t.graph_id, t.id, COALESCE(t.cancel_grace_ms, 0) FROM tasks t
 		JOIN graphs g ON g.id = t.graph_id
 		WHERE g.runner_id = ? AND g.finished_at IS NULL AND t.cancel_requested_at IS NOT NULL
 		AND t.status IN ('pending', 'running') ORDER BY t.graph_id, t.seq`, runnerID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []CancelRequest
-	for rows.Next() {
-		var r CancelRequest
-		var graceMs int64
-		if err := rows.Scan(&r.GraphID, &r.TaskID, &graceMs); err != nil {
-			return nil, err
-		}
-		r.Grace = time.Duration(graceMs) * time.Millisecond
-		out = append(out, r)
-	}
-	return out, rows.Err()
 }
 
 // ListGraphs reads up to limit graphs created before the graph with id before ("" = from
@@ -562,20 +511,11 @@ func (db *DB) ListGraphs(ctx context.Context, before string, limit int) ([]Graph
 		q += ` WHERE id < ?`
 		args = append(args, before)
 	}
-	rows, err := db.sql.QueryContext(ctx, q+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
+	out, err := queryAll(ctx, db.sql, scanGraph, q+` ORDER BY id DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list graphs: %w", err)
 	}
-	defer rows.Close()
-	var out []GraphRow
-	for rows.Next() {
-		g, err := scanGraph(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list graphs: %w", err)
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // CountTasks counts the tasks of each named graph per status: counts[graphID][status].

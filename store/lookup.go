@@ -14,21 +14,12 @@ import (
 // id order. Ids are plain ASCII and the primary key is ordered, so the prefix is a range
 // scan: it costs what it returns, not the workspace.
 func (db *DB) GraphIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT id FROM graphs WHERE id >= ? AND id < ? ORDER BY id LIMIT ?`,
+	out, err := queryAll(ctx, db.sql, scanID, `SELECT id FROM graphs WHERE id >= ? AND id < ? ORDER BY id LIMIT ?`,
 		prefix, prefix+"\x7f", limit)
 	if err != nil {
 		return nil, fmt.Errorf("graphs with prefix %q: %w", prefix, err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("graphs with prefix %q: %w", prefix, err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // RunningTask is a task recorded running, and since when.
@@ -41,22 +32,17 @@ type RunningTask struct {
 // RunningTasks lists the tasks recorded running in the unfinished graphs runnerID owns,
 // oldest start first: the tasks that hold that runner's slots.
 func (db *DB) RunningTasks(ctx context.Context, runnerID string) ([]RunningTask, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT t.graph_id, t.id, t.started_at FROM graphs g
+	out, err := queryAll(ctx, db.sql, func(row scanner) (RunningTask, error) {
+		var t RunningTask
+		var started sql.NullInt64
+		err := row.Scan(&t.GraphID, &t.ID, &started)
+		t.StartedAt = timePtr(started)
+		return t, err
+	}, `SELECT t.graph_id, t.id, t.started_at FROM graphs g
 		JOIN tasks t ON t.graph_id = g.id AND t.status = 'running'
 		WHERE g.runner_id = ? AND g.finished_at IS NULL ORDER BY t.started_at, t.graph_id, t.seq`, runnerID)
 	if err != nil {
 		return nil, fmt.Errorf("running tasks of %s: %w", runnerID, err)
 	}
-	defer rows.Close()
-	var out []RunningTask
-	for rows.Next() {
-		var t RunningTask
-		var started sql.NullInt64
-		if err := rows.Scan(&t.GraphID, &t.ID, &started); err != nil {
-			return nil, fmt.Errorf("running tasks of %s: %w", runnerID, err)
-		}
-		t.StartedAt = timePtr(started)
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -114,23 +114,12 @@ func (db *DB) Reregister(ctx context.Context, old, version string, lease time.Du
 		if _, err := tx.ExecContext(ctx, `UPDATE runners SET stopped_at = COALESCE(stopped_at, ?) WHERE id = ?`, millis(now), old); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `UPDATE graphs SET runner_id = ?, version = version + 1
+		ids, err := queryAll(ctx, tx, scanID, `UPDATE graphs SET runner_id = ?, version = version + 1
 			WHERE runner_id = ? AND finished_at IS NULL RETURNING id`, r.ID, old)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			moved = append(moved, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
+		moved = ids
 		_, err = tx.ExecContext(ctx, `UPDATE sessions SET runner_id = ? WHERE runner_id = ? AND closed_at IS NULL`, r.ID, old)
 		return err
 	})
@@ -159,7 +148,7 @@ func (db *DB) GetRunner(ctx context.Context, id string) (Runner, error) {
 	if err != nil {
 		return Runner{}, fmt.Errorf("get runner %s: %w", id, err)
 	}
-	rs, err := scanRunners(rows)
+	rs, err := collect(rows, scanRunner)
 	if err != nil {
 		return Runner{}, fmt.Errorf("get runner %s: %w", id, err)
 	}
@@ -175,32 +164,27 @@ func (db *DB) ListRunners(ctx context.Context) ([]Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list runners: %w", err)
 	}
-	return scanRunners(rows)
+	return collect(rows, scanRunner)
 }
 
 const runnerSelect = `SELECT id, pid, proc_start, boot_id, hostname, version, started_at,
 	heartbeat_at, lease_expires_at, stopped_at FROM runners`
 
-func scanRunners(rows *sql.Rows) ([]Runner, error) {
-	defer rows.Close()
-	var out []Runner
-	for rows.Next() {
-		var r Runner
-		var procStart, started, heartbeat, lease int64
-		var stopped sql.NullInt64
-		if err := rows.Scan(&r.ID, &r.Pid, &procStart, &r.BootID, &r.Hostname, &r.Version,
-			&started, &heartbeat, &lease, &stopped); err != nil {
-			return nil, err
-		}
-		r.ProcStart = uint64(procStart)
-		r.StartedAt, r.HeartbeatAt, r.LeaseExpiresAt = fromMillis(started), fromMillis(heartbeat), fromMillis(lease)
-		if stopped.Valid {
-			t := fromMillis(stopped.Int64)
-			r.StoppedAt = &t
-		}
-		out = append(out, r)
+func scanRunner(row scanner) (Runner, error) {
+	var r Runner
+	var procStart, started, heartbeat, lease int64
+	var stopped sql.NullInt64
+	if err := row.Scan(&r.ID, &r.Pid, &procStart, &r.BootID, &r.Hostname, &r.Version,
+		&started, &heartbeat, &lease, &stopped); err != nil {
+		return Runner{}, err
 	}
-	return out, rows.Err()
+	r.ProcStart = uint64(procStart)
+	r.StartedAt, r.HeartbeatAt, r.LeaseExpiresAt = fromMillis(started), fromMillis(heartbeat), fromMillis(lease)
+	if stopped.Valid {
+		t := fromMillis(stopped.Int64)
+		r.StoppedAt = &t
+	}
+	return r, nil
 }
 
 // Live reports whether the runner still serves its workspace: not stopped, its lease not

@@ -51,25 +51,20 @@ func (db *DB) CloseSession(ctx context.Context, runnerID, id string) error {
 
 // OpenSessions lists the sessions of a runner that were never closed, oldest first.
 func (db *DB) OpenSessions(ctx context.Context, runnerID string) ([]SessionRow, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT s.runner_id, s.id, s.name, s.command, s.cwd,
+	out, err := queryAll(ctx, db.sql, func(row scanner) (SessionRow, error) {
+		var s SessionRow
+		var procStart, started int64
+		err := row.Scan(&s.RunnerID, &s.ID, &s.Name, &s.Command, &s.Cwd, &s.Pid, &s.Pgid,
+			&procStart, &s.BootID, &started)
+		s.ProcStart = uint64(procStart)
+		s.StartedAt = fromMillis(started)
+		return s, err
+	}, `SELECT s.runner_id, s.id, s.name, s.command, s.cwd,
 		s.pid, s.pgid, s.proc_start, r.boot_id, s.started_at
 		FROM sessions s JOIN runners r ON r.id = s.runner_id
 		WHERE s.runner_id = ? AND s.closed_at IS NULL ORDER BY s.started_at, s.id`, runnerID)
 	if err != nil {
 		return nil, fmt.Errorf("open sessions of %s: %w", runnerID, err)
 	}
-	defer rows.Close()
-	var out []SessionRow
-	for rows.Next() {
-		var s SessionRow
-		var procStart, started int64
-		if err := rows.Scan(&s.RunnerID, &s.ID, &s.Name, &s.Command, &s.Cwd, &s.Pid, &s.Pgid,
-			&procStart, &s.BootID, &started); err != nil {
-			return nil, err
-		}
-		s.ProcStart = uint64(procStart)
-		s.StartedAt = fromMillis(started)
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return out, nil
 }
