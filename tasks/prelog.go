@@ -26,10 +26,7 @@ package tasks
 // size-0, attempt-0 rule is needed anyway for a runner that crashed or let its graphs go
 // with logs prepared. The empty files go with the graph's logs when it expires.
 
-import (
-	"os"
-	"sync"
-)
+import "os"
 
 // logsAhead is how many logs of a graph are prepared ahead of its starts: enough to keep
 // ahead of a burst of starts, few enough that a failure wastes little.
@@ -37,35 +34,22 @@ const logsAhead = 16
 
 // preparer is the goroutine that creates the logs queued for it, and its unbounded queue.
 type preparer struct {
-	mu     sync.Mutex
-	items  []string // paths of the logs to create
-	closed bool
-	ready  chan struct{} // holds a token while there is something to take
-	done   chan struct{} // closed when the goroutine ends
+	queue batchQueue[string] // paths of the logs to create
+	done  chan struct{}      // closed when the goroutine ends
 }
 
 // startPreparer starts a preparer with nothing queued.
 func startPreparer() *preparer {
-	p := &preparer{ready: make(chan struct{}, 1), done: make(chan struct{})}
+	p := &preparer{queue: newBatchQueue[string](), done: make(chan struct{})}
 	go p.loop()
 	return p
 }
 
-func (p *preparer) push(path string) {
-	p.mu.Lock()
-	p.items = append(p.items, path)
-	p.mu.Unlock()
-	p.signal()
-}
+func (p *preparer) push(path string) { p.queue.push(path) }
 
 // stop closes the queue: the preparer ends once it has created what is queued. It does
 // not wait, so the preparer finishes while the engine does the rest of its shutdown.
-func (p *preparer) stop() {
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
-	p.signal()
-}
+func (p *preparer) stop() { p.queue.close() }
 
 // Close closes the queue and waits for the preparer to end.
 func (p *preparer) Close() {
@@ -73,26 +57,11 @@ func (p *preparer) Close() {
 	<-p.done
 }
 
-func (p *preparer) signal() {
-	select {
-	case p.ready <- struct{}{}:
-	default:
-	}
-}
-
-func (p *preparer) take() ([]string, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	items := p.items
-	p.items = nil
-	return items, p.closed
-}
-
 // loop works through the queue until it is closed and empty.
 func (p *preparer) loop() {
 	defer close(p.done)
 	for {
-		paths, closed := p.take()
+		paths, closed := p.queue.take()
 		for _, path := range paths {
 			// No O_CREATE of the graph's directory: a graph whose logs were removed
 			// meanwhile (it expired) gets none back.
@@ -104,7 +73,7 @@ func (p *preparer) loop() {
 			if closed {
 				return
 			}
-			<-p.ready
+			p.queue.wait()
 		}
 	}
 }

@@ -35,15 +35,12 @@ type writeItem struct {
 
 // writeQueue is the unbounded queue between the engine and the writer.
 type writeQueue struct {
-	mu     sync.Mutex
-	items  []writeItem
-	closed bool
-	ready  chan struct{} // holds a token while there is something to take
-	// disowned holds the graphs whose state writes the store ignored because another
-	// runner owns them now (store.UpdateOwnedTasks). A task is recorded running before it
-	// starts (scheduleLocked), so spawn learns from here, without asking the store again,
-	// whether the write that let it start was accepted. Only adopted graphs enter it; it
-	// is not pruned.
+	batchQueue[writeItem]
+	// disowned (under the queue's mu) holds the graphs whose state writes the store
+	// ignored because another runner owns them now (store.UpdateOwnedTasks). A task is
+	// recorded running before it starts (scheduleLocked), so spawn learns from here,
+	// without asking the store again, whether the write that let it start was accepted.
+	// Only adopted graphs enter it; it is not pruned.
 	disowned map[string]bool
 }
 
@@ -68,37 +65,7 @@ func (q *writeQueue) isDisowned(id string) bool {
 	return q.disowned[id]
 }
 
-func newWriteQueue() *writeQueue { return &writeQueue{ready: make(chan struct{}, 1)} }
-
-func (q *writeQueue) push(it writeItem) {
-	q.mu.Lock()
-	q.items = append(q.items, it)
-	q.mu.Unlock()
-	q.signal()
-}
-
-func (q *writeQueue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	q.signal()
-}
-
-func (q *writeQueue) signal() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-}
-
-// take returns everything queued so far, and whether the queue is closed.
-func (q *writeQueue) take() ([]writeItem, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	items := q.items
-	q.items = nil
-	return items, q.closed
-}
+func newWriteQueue() *writeQueue { return &writeQueue{batchQueue: newBatchQueue[writeItem]()} }
 
 // Bounds of the wait between two attempts at a write the database refused. Each attempt
 // itself waits up to the store's busy timeout for the lock.
@@ -211,7 +178,7 @@ func (w *writer) loop() {
 			if closed {
 				return
 			}
-			<-w.queue.ready
+			w.queue.wait()
 			continue
 		}
 		if w.givenUp() {
