@@ -179,31 +179,16 @@ func (c *cleaner) step(b byte) bool {
 			c.st = stEscInter
 		case b >= 0x30 && b <= 0x7e:
 			c.st = stGround // a two-byte escape: ESC 7, ESC =, ESC M, ...
-		case b == 0x1b:
-		case b == 0x18 || b == 0x1a: // CAN, SUB abort a sequence
-			c.st = stGround
-		case b < 0x20:
-			c.control(b) // C0 controls act even inside a sequence, as on a VT
-		case b == 0x7f:
 		default:
-			c.st = stGround
-			return false
+			return c.inSequence(b)
 		}
 	case stEscInter:
 		switch {
 		case b >= 0x20 && b <= 0x2f:
 		case b >= 0x30 && b <= 0x7e:
 			c.st = stGround
-		case b == 0x1b:
-			c.st = stEsc
-		case b == 0x18 || b == 0x1a:
-			c.st = stGround
-		case b < 0x20:
-			c.control(b)
-		case b == 0x7f:
 		default:
-			c.st = stGround
-			return false
+			return c.inSequence(b)
 		}
 	case stSS:
 		switch {
@@ -231,16 +216,8 @@ func (c *cleaner) step(b byte) bool {
 			if !c.private {
 				c.csi(b)
 			}
-		case b == 0x1b:
-			c.st = stEsc
-		case b == 0x18 || b == 0x1a:
-			c.st = stGround
-		case b < 0x20:
-			c.control(b)
-		case b == 0x7f:
 		default:
-			c.st = stGround
-			return false
+			return c.inSequence(b)
 		}
 	case stOSC:
 		switch b {
@@ -265,6 +242,26 @@ func (c *cleaner) step(b byte) bool {
 		}
 		// Any ESC ends the string; this one starts a new sequence.
 		c.st = stEsc
+		return false
+	}
+	return true
+}
+
+// inSequence handles a byte that an escape or CSI sequence has no use of, the same in each:
+// ESC starts the sequence over, CAN and SUB abort it, C0 controls act even inside a
+// sequence (as on a VT), DEL is ignored, and anything else ends the sequence without
+// belonging to it (false: the byte is processed again in the ground state).
+func (c *cleaner) inSequence(b byte) bool {
+	switch {
+	case b == 0x1b:
+		c.st = stEsc
+	case b == 0x18 || b == 0x1a:
+		c.st = stGround
+	case b < 0x20:
+		c.control(b)
+	case b == 0x7f:
+	default:
+		c.st = stGround
 		return false
 	}
 	return true
