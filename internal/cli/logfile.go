@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/mcp-harness/mcp-harness/internal/server"
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
 )
 
@@ -31,6 +32,19 @@ const (
 	// defaultLogLevel is the stderr level of a normal start.
 	defaultLogLevel = "warn"
 )
+
+// completeServeConfig fills in what the commands that serve (stdio, and runner for a
+// detached graph) add to their flags alike: the version, and the logger of cfg's
+// workspace (see newLogger), whose stderr side goes to stderr. close closes the log file.
+func completeServeConfig(cfg *server.Config, version, levelName string, stderr io.Writer) (close func() error, err error) {
+	cfg.Version = version
+	logger, close, err := newLogger(workspace.Config{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir}, levelName, stderr)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Logger = logger
+	return close, nil
+}
 
 // newLogger parses the --log-level name and opens the workspace's log file: the logger
 // writes to stderr at that level and to the file at info or that level if lower. close

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mcp-harness/mcp-harness/internal/server"
-	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
@@ -59,13 +58,11 @@ func newRunnerCmd(version string) *cobra.Command {
 			if graphID == "" || from == "" {
 				return usagef("--graph and --from are required")
 			}
-			cfg.Version = version
-			logger, closeLog, err := newLogger(workspace.Config{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir}, logLevel, io.Discard)
+			closeLog, err := completeServeConfig(&cfg, version, logLevel, io.Discard)
 			if err != nil {
 				return err
 			}
 			defer closeLog()
-			cfg.Logger = logger
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			signal.Ignore(syscall.SIGHUP)
@@ -74,7 +71,7 @@ func newRunnerCmd(version string) *cobra.Command {
 				claimed, _ = os.Open(os.DevNull)
 			}
 			if err := server.RunDetached(ctx, cfg, graphID, from, claimed); err != nil {
-				logger.Error("detached runner", "graph", graphID, "err", err)
+				cfg.Logger.Error("detached runner", "graph", graphID, "err", err)
 				return err
 			}
 			return nil

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcp-harness/mcp-harness/internal/server"
-	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
@@ -46,13 +45,11 @@ func newStdioCmd(version string) *cobra.Command {
 				return usageError{fmt.Errorf("--max-result %s: want at least %dKiB, room for a graph's head and one task", &result, tasks.MinMaxResult>>10)}
 			}
 			cfg.MaxResult = int(result)
-			cfg.Version = version
-			logger, closeLog, err := newLogger(workspace.Config{Dir: cfg.Workspace, StateDir: cfg.StateDir, ArtifactsDir: cfg.ArtifactsDir}, logLevel, os.Stderr)
+			closeLog, err := completeServeConfig(&cfg, version, logLevel, os.Stderr)
 			if err != nil {
 				return err
 			}
 			defer closeLog()
-			cfg.Logger = logger
 			if cfg.RunnerCommand, err = runnerCommand(cmd.Flags()); err != nil {
 				return err
 			}
