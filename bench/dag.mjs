@@ -28,8 +28,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
-import { start, harnessSpec, OLD, tempDir, removeDir, cpu, spread, median, log } from './lib/mcp.mjs';
+import { start, harnessSpec, OLD, tempDir, removeDir, cpu, spread, median, log, capture } from './lib/mcp.mjs';
 
 // A small seeded generator (mulberry32), so every runner gets the same layered graph.
 function rng(seed) {
@@ -104,26 +103,15 @@ export function have(tool) {
 
 // runScript runs a bash script (make, ninja, xargs) and reads, with the `times` builtin,
 // the CPU time of everything it ran.
-export function runScript(dir, script) {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const p = spawn('bash', ['-c', `{ ${script} ; } >/dev/null || exit $?; times`], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (err += d));
-    p.on('error', reject);
-    p.on('close', (code) => {
-      const wall = performance.now() - t0;
-      if (code !== 0) return reject(new Error(`${script} exited ${code}: ${err.slice(-500)}`));
-      // times: the shell's user/sys, then its children's.
-      const secs = out.trim().split('\n').join(' ').match(/(\d+)m([\d.]+)s/g).map((x) => {
-        const [, m, s] = x.match(/(\d+)m([\d.]+)s/);
-        return Number(m) * 60 + Number(s);
-      });
-      resolve({ wallMs: wall, cpuMs: secs.reduce((a, b) => a + b, 0) * 1000 });
-    });
+export async function runScript(dir, script) {
+  const { code, out, err, wallMs } = await capture('bash', ['-c', `{ ${script} ; } >/dev/null || exit $?; times`], { cwd: dir });
+  if (code !== 0) throw new Error(`${script} exited ${code}: ${err.slice(-500)}`);
+  // times: the shell's user/sys, then its children's.
+  const secs = out.trim().split('\n').join(' ').match(/(\d+)m([\d.]+)s/g).map((x) => {
+    const [, m, s] = x.match(/(\d+)m([\d.]+)s/);
+    return Number(m) * 60 + Number(s);
   });
+  return { wallMs, cpuMs: secs.reduce((a, b) => a + b, 0) * 1000 };
 }
 
 async function runEngine(srv, sh, command, parallel) {

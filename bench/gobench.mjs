@@ -8,25 +8,15 @@
 //
 // Medians over repetitions (5 in the full run, 1 in quick mode).
 
-import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { benchDir, median, spread, log } from './lib/mcp.mjs';
+import { benchDir, capture, median, spread, log } from './lib/mcp.mjs';
 
 const repo = path.dirname(benchDir);
 
-function run(cmd, args, cwd) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (err += d));
-    p.on('error', reject);
-    p.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`${cmd} ${args.join(' ')} exited ${code}:\n${(out + err).slice(-2000)}`));
-      resolve(out);
-    });
-  });
+async function run(cmd, args, cwd) {
+  const { code, out, err } = await capture(cmd, args, { cwd });
+  if (code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${code}:\n${(out + err).slice(-2000)}`);
+  return out;
 }
 
 // parse returns, for every benchmark name (without the -GOMAXPROCS suffix), the results of

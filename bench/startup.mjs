@@ -20,8 +20,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { benchDir, tempDir, removeDir, serverPath, log } from './lib/mcp.mjs';
+import { benchDir, tempDir, removeDir, serverPath, stdioTransport, log } from './lib/mcp.mjs';
 
 const repoDir = path.dirname(benchDir);
 
@@ -56,16 +55,11 @@ function buildTools() {
 // parts: initialize answered (connect), tools/list answered and parsed, the client's
 // compiling of the output schemas (cacheToolMetadata, run inside listTools()).
 async function tsStart(server) {
-  const transport = new StdioClientTransport({
+  const { transport, stderrTail } = stdioTransport({
     command: server.command[0],
     args: server.command.slice(1),
     env: { PATH: serverPath() },
     cwd: server.dir,
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr.on('data', (d) => {
-    stderr = (stderr + d).slice(-4096);
   });
   // Made before the clock starts, as a client application makes it once: the constructor
   // sets up the JSON Schema validator (ajv) that listTools() then compiles with.
@@ -95,7 +89,7 @@ async function tsStart(server) {
       toolsListBytes: Buffer.byteLength(JSON.stringify({ tools })),
     };
   } catch (err) {
-    throw new Error(`${server.name}: ${err.message}; its stderr: ${stderr}`);
+    throw new Error(`${server.name}: ${err.message}; its stderr: ${stderrTail()}`);
   } finally {
     await client.close();
   }

@@ -12,10 +12,9 @@
 //     shapes the servers offer, each beside its floor (see runBulk).
 
 import fs from 'node:fs';
-import { spawn } from 'node:child_process';
 import {
   start, harnessSpec, OLD, desktopCommanderSpec, desktopCommanderHome, tempDir, removeDir,
-  memory, median, spread, textOf, log, sleep, serverPath,
+  memory, median, spread, textOf, log, sleep, serverPath, capture,
 } from './lib/mcp.mjs';
 
 export async function runTerminal({ bin, oldBin, dc, quick }) {
@@ -218,22 +217,10 @@ with open('/proc/self/status') as f:
 print(json.dumps({'ms': ms, 'bytes': n, 'lostTail': b'BULK-DONE' not in tail, 'peakKiB': hwm}))
 `;
 
-function floor(shape, bytes) {
-  return new Promise((resolve, reject) => {
-    const p = spawn('python3', ['-c', floorScript, shape, bulkCommand(bytes)], {
-      env: { PATH: serverPath() },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (err += d));
-    p.on('error', reject);
-    p.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`${shape} floor exited ${code}: ${err.slice(-500)}`));
-      resolve(JSON.parse(out));
-    });
-  });
+async function floor(shape, bytes) {
+  const { code, out, err } = await capture('python3', ['-c', floorScript, shape, bulkCommand(bytes)], { env: { PATH: serverPath() } });
+  if (code !== 0) throw new Error(`${shape} floor exited ${code}: ${err.slice(-500)}`);
+  return JSON.parse(out);
 }
 
 // runBulk measures the bulk output each way, `reps` times, the order rotating:

@@ -1,11 +1,11 @@
 // Shared pieces of the benchmarks: launching a stdio MCP server with the official TypeScript
-// SDK's client (the same client code for every server), reading a process's memory and CPU
-// from /proc, and small statistics helpers.
+// SDK's client (the same client code for every server), running a helper program for its
+// output, reading a process's memory and CPU from /proc, and small statistics helpers.
 
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
@@ -84,9 +84,10 @@ export function desktopCommanderSpec(entry, home, cwd) {
   };
 }
 
-// start launches a server, connects (initialize + initialized) and lists its tools. The time
-// is taken from just before the spawn to the tools/list answer.
-export async function start(spec) {
+// stdioTransport is the SDK's stdio transport to the server spec ({ command, args, env, cwd })
+// describes, not started yet. stderrTail gives the last 4 KiB the server wrote to stderr,
+// for the error that says why it failed.
+export function stdioTransport(spec) {
   const transport = new StdioClientTransport({
     command: spec.command,
     args: spec.args,
@@ -94,10 +95,17 @@ export async function start(spec) {
     cwd: spec.cwd,
     stderr: 'pipe',
   });
-  let stderrTail = '';
+  let tail = '';
   transport.stderr.on('data', (d) => {
-    stderrTail = (stderrTail + d).slice(-4096);
+    tail = (tail + d).slice(-4096);
   });
+  return { transport, stderrTail: () => tail };
+}
+
+// start launches a server, connects (initialize + initialized) and lists its tools. The time
+// is taken from just before the spawn to the tools/list answer.
+export async function start(spec) {
+  const { transport, stderrTail } = stdioTransport(spec);
   const client = new Client({ name: 'mcp-harness-bench', version: '1' });
   const t0 = performance.now();
   await client.connect(transport);
@@ -112,7 +120,7 @@ export async function start(spec) {
     startMs: ms,
     tools,
     toolsListBytes: Buffer.byteLength(JSON.stringify(tools)),
-    stderr: () => stderrTail,
+    stderr: stderrTail,
     async call(name, args, timeout = 120_000) {
       const res = await client.callTool({ name, arguments: args }, undefined, { timeout });
       if (res.isError) {
@@ -222,6 +230,23 @@ export function threads(pid) {
     }
   }
   return out;
+}
+
+// capture runs a program with stdin closed and resolves, once it has exited, with its exit
+// code, everything it wrote to stdout and stderr, and the wall time from just before the
+// spawn to its exit; it rejects only when the program cannot start. opts go to spawn (cwd,
+// env).
+export function capture(cmd, args, opts = {}) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const p = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (err += d));
+    p.on('error', reject);
+    p.on('close', (code) => resolve({ code, out, err, wallMs: performance.now() - t0 }));
+  });
 }
 
 // log writes progress to stderr, so stdout carries only the table.
