@@ -64,11 +64,7 @@ func strictValue(key string, v any) any {
 		if key == "properties" {
 			props := make(map[string]any, len(x))
 			for name, p := range x {
-				if pm, ok := p.(map[string]any); ok {
-					props[name] = Strict(pm)
-				} else {
-					props[name] = p
-				}
+				props[name] = strictIfSchema(p)
 			}
 			return props
 		}
@@ -79,13 +75,18 @@ func strictValue(key string, v any) any {
 		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			if em, ok := e.(map[string]any); ok {
-				out[i] = Strict(em)
-			} else {
-				out[i] = e
-			}
+			out[i] = strictIfSchema(e)
 		}
 		return out
+	}
+	return v
+}
+
+// strictIfSchema is Strict of v when v is a schema (an object), and v itself otherwise: a
+// property or a list entry that is not an object (true, false) has nothing to tighten.
+func strictIfSchema(v any) any {
+	if m, ok := v.(map[string]any); ok {
+		return Strict(m)
 	}
 	return v
 }
