@@ -28,7 +28,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { start, harnessSpec, OLD, tempDir, removeDir, cpu, spread, median, log, capture } from './lib/mcp.mjs';
+import { start, harnessSpec, OLD, tempDir, removeDir, cpu, spread, median, log, capture, interleave } from './lib/mcp.mjs';
 
 // A small seeded generator (mulberry32), so every runner gets the same layered graph.
 function rng(seed) {
@@ -170,13 +170,7 @@ async function runCase(srv, srvOld, dir, sh, command, parallel, reps, only) {
   let runners = runnersFor(srv, srvOld, dir, sh, command, parallel);
   if (only) runners = Object.fromEntries(Object.entries(runners).filter(([n]) => only.includes(n)));
   const names = Object.keys(runners);
-  const res = Object.fromEntries(names.map((n) => [n, []]));
-  for (let r = 0; r < reps; r++) {
-    for (let k = 0; k < names.length; k++) {
-      const n = names[(k + r) % names.length];
-      res[n].push(await runners[n]());
-    }
-  }
+  const res = await interleave(runners, reps);
   const c = {
     name: `${sh.name} × \`${command}\``,
     shape: sh.name,

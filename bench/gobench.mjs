@@ -9,7 +9,7 @@
 // Medians over repetitions (5 in the full run, 1 in quick mode).
 
 import path from 'node:path';
-import { benchDir, capture, median, spread, log } from './lib/mcp.mjs';
+import { benchDir, capture, rotated, median, spread, log } from './lib/mcp.mjs';
 
 const repo = path.dirname(benchDir);
 
@@ -78,8 +78,7 @@ export async function runGoBench({ quick }) {
   log(`go DAG repetition 1/${reps} done: ${subs.map((x) => `${x.shape}/${x.runner}`).join(' ')}`);
   const esc = (x) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   for (let r = 1; r < reps; r++) {
-    for (let k = 0; k < subs.length; k++) {
-      const { shape, runner } = subs[(k + r) % subs.length];
+    for (const { shape, runner } of rotated(subs, r)) {
       add(await dagBench(`^BenchmarkDAG$/^${esc(shape)}$/^${esc(runner)}$`, '1x'));
     }
     log(`go DAG repetition ${r + 1}/${reps} done`);

@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { benchDir, tempDir, removeDir, serverPath, stdioTransport, log } from './lib/mcp.mjs';
+import { benchDir, tempDir, removeDir, serverPath, stdioTransport, rotated, log } from './lib/mcp.mjs';
 
 const repoDir = path.dirname(benchDir);
 
@@ -134,8 +134,7 @@ export async function runStartup({ bin, quick, old = [], rounds }) {
   const shape = {};
   try {
     for (let r = 0; r < warm + rounds; r++) {
-      // Turns rotate, so that no server always follows the same one.
-      const order = servers.map((_, i) => servers[(i + r) % servers.length]);
+      const order = rotated(servers, r);
       for (const s of order) {
         const m = await tsStart(s);
         shape[s.name] = { tools: m.tools, withOutputSchema: m.withOutputSchema, outputSchemaBytes: m.outputSchemaBytes, toolsListBytes: m.toolsListBytes };
@@ -147,7 +146,7 @@ export async function runStartup({ bin, quick, old = [], rounds }) {
       log(`startup round ${r + 1}/${warm + rounds}${r < warm ? ' (warm-up)' : ''}: ${order.map((s) => `${s.name} ${raw[s.name].total.at(-1)?.toFixed(1) ?? '-'} ms`).join(', ')}`);
     }
     for (let r = 0; r < rounds; r++) {
-      const order = servers.map((_, i) => servers[(i + r) % servers.length]);
+      const order = rotated(servers, r);
       for (const s of order) raw[s.name].cold.push(coldStart(s));
       log(`startup cold-client round ${r + 1}/${rounds}: ${order.map((s) => `${s.name} ${raw[s.name].cold.at(-1).toFixed(1)} ms`).join(', ')}`);
     }

@@ -14,7 +14,7 @@
 import fs from 'node:fs';
 import {
   start, harnessSpec, OLD, desktopCommanderSpec, desktopCommanderHome, tempDir, removeDir,
-  memory, median, spread, textOf, log, sleep, serverPath, capture,
+  memory, median, spread, textOf, log, sleep, serverPath, capture, interleave,
 } from './lib/mcp.mjs';
 
 export async function runTerminal({ bin, oldBin, dc, quick }) {
@@ -245,13 +245,7 @@ async function runBulk({ specs, bytes, reps }) {
   ways['pty/floor'] = () => floor('pty', bytes);
   ways['pipe/floor'] = () => floor('pipe', bytes);
   const names = Object.keys(ways);
-  const res = Object.fromEntries(names.map((n) => [n, []]));
-  for (let r = 0; r < reps; r++) {
-    for (let k = 0; k < names.length; k++) {
-      const n = names[(k + r) % names.length];
-      res[n].push(await ways[n]());
-    }
-  }
+  const res = await interleave(ways, reps);
   const out = { bytes, reps, command: bulkCommand(bytes), shapes: { pty: {}, pipe: {} } };
   for (const n of names) {
     const [shape, who] = n.split('/');

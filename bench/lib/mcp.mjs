@@ -189,6 +189,25 @@ export function sleep(ms) {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+// rotated is xs begun at its r-th entry and wrapped around: repetition r of a benchmark
+// takes its turns in this order, so that no one always follows the same other and a load
+// that comes and goes falls on all of them alike.
+export function rotated(xs, r) {
+  return xs.map((_, i) => xs[(i + r) % xs.length]);
+}
+
+// interleave calls every function of runs (name -> async function) reps times, the order
+// rotating from one repetition to the next (see rotated), and gives each name's results in
+// the order they came.
+export async function interleave(runs, reps) {
+  const names = Object.keys(runs);
+  const res = Object.fromEntries(names.map((n) => [n, []]));
+  for (let r = 0; r < reps; r++) {
+    for (const n of rotated(names, r)) res[n].push(await runs[n]());
+  }
+  return res;
+}
+
 export function median(xs) {
   return quantile(xs, 0.5);
 }
