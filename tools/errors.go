@@ -47,35 +47,34 @@ func invalidf(format string, args ...any) error {
 	return &invalidError{fmt.Sprintf(format, args...)}
 }
 
-// codeOf is the one map from engine errors to the contract's codes.
+// errorCodes is the one map from engine errors to the contract's codes, checked in
+// order: the first entry with an error that err wraps gives its code.
+var errorCodes = []struct {
+	code string
+	errs []error
+}{
+	{codeBusy, []error{store.ErrBusy}}, // another process holds the database's lock
+	{codeCycle, []error{tasks.ErrCycle}},
+	{codeUnknownDependency, []error{tasks.ErrUnknownDependency}},
+	{codeDuplicateTaskID, []error{tasks.ErrDuplicateTask}},
+	{codeLimitExceeded, []error{tasks.ErrLimit}},
+	{codeCwdOutsideWorkspace, []error{workspace.ErrOutside, workspace.ErrStateDir}},
+	{codeInvalidArgument, []error{errInvalid, workspace.ErrBadDir, pty.ErrInvalid, pty.ErrUnknownKey, tasks.ErrInvalid, tasks.ErrNoDetach}},
+	{codeNotFound, []error{store.ErrNotFound, pty.ErrNoSession, tasks.ErrNotFound}},
+	{codeLimitExceeded, []error{pty.ErrLimit}},
+	{codeSessionExited, []error{pty.ErrExited}},
+	{codeBusy, []error{pty.ErrBusy}},
+	{codeNoIntegration, []error{pty.ErrNoIntegration}},
+}
+
+// codeOf is the contract's code for err: its entry in errorCodes, or INTERNAL.
 func codeOf(err error) string {
-	switch {
-	case errors.Is(err, store.ErrBusy): // another process holds the database's lock
-		return codeBusy
-	case errors.Is(err, tasks.ErrCycle):
-		return codeCycle
-	case errors.Is(err, tasks.ErrUnknownDependency):
-		return codeUnknownDependency
-	case errors.Is(err, tasks.ErrDuplicateTask):
-		return codeDuplicateTaskID
-	case errors.Is(err, tasks.ErrLimit):
-		return codeLimitExceeded
-	case errors.Is(err, workspace.ErrOutside), errors.Is(err, workspace.ErrStateDir):
-		return codeCwdOutsideWorkspace
-	case errors.Is(err, errInvalid), errors.Is(err, workspace.ErrBadDir),
-		errors.Is(err, pty.ErrInvalid), errors.Is(err, pty.ErrUnknownKey), errors.Is(err, tasks.ErrInvalid),
-		errors.Is(err, tasks.ErrNoDetach):
-		return codeInvalidArgument
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, pty.ErrNoSession), errors.Is(err, tasks.ErrNotFound):
-		return codeNotFound
-	case errors.Is(err, pty.ErrLimit):
-		return codeLimitExceeded
-	case errors.Is(err, pty.ErrExited):
-		return codeSessionExited
-	case errors.Is(err, pty.ErrBusy):
-		return codeBusy
-	case errors.Is(err, pty.ErrNoIntegration):
-		return codeNoIntegration
+	for _, c := range errorCodes {
+		for _, target := range c.errs {
+			if errors.Is(err, target) {
+				return c.code
+			}
+		}
 	}
 	return codeInternal
 }

@@ -37,10 +37,8 @@ type readResult struct {
 	DroppedBytes int64      `json:"droppedBytes" jsonschema:"Bytes that fell out of the session's buffer before they could be returned."`
 	OmittedBytes int64      `json:"omittedBytes" jsonschema:"Bytes of cleaned text left out in the middle because of maxBytes."`
 	Reason       pty.Reason `json:"reason" jsonschema:"Why the call returned."`
-	Exited       bool       `json:"exited" jsonschema:"The program has exited."`
-	ExitCode     *int       `json:"exitCode" jsonschema:"Exit status, once it exited normally."`
-	Signal       *string    `json:"signal" jsonschema:"Signal that killed the program, e.g. SIGKILL."`
-	Written      int        `json:"written" jsonschema:"Bytes of input delivered by this call."`
+	programEnd
+	Written int `json:"written" jsonschema:"Bytes of input delivered by this call."`
 	// Command is the shell command the call ran or saw, WaitingForInput what the program
 	// asks for (reason "input"); null when they do not apply.
 	Command         *commandResult `json:"command"`
@@ -133,13 +131,21 @@ func orZero(v *int) int {
 	return *v
 }
 
+// programEnd is how a session's program ended, said the same way by every result that
+// reports it (shell_open, shell_io, shell_list).
+type programEnd struct {
+	Exited   bool    `json:"exited" jsonschema:"The program has exited."`
+	ExitCode *int    `json:"exitCode" jsonschema:"Exit status, once it exited normally."`
+	Signal   *string `json:"signal" jsonschema:"Signal that killed the program, e.g. SIGKILL."`
+}
+
 // shapeRead shapes a read of shell_open or shell_io: the structured result, and its text,
 // a header line a model can scan, then the output verbatim.
 func shapeRead(r pty.ReadResult, clamped bool) (readResult, string) {
 	out := readResult{
 		SessionID: r.SessionID, Pid: r.Pid, Output: r.Output, Since: r.Since, Cursor: r.Cursor,
 		DroppedBytes: r.DroppedBytes, OmittedBytes: r.OmittedBytes, Reason: r.Reason,
-		Exited: r.Exited, ExitCode: r.ExitCode, Signal: r.Signal, Written: r.Written,
+		programEnd: programEnd{r.Exited, r.ExitCode, r.Signal}, Written: r.Written,
 	}
 	parts := []string{fmt.Sprintf("%s (pid %d)", r.SessionID, r.Pid), string(r.Reason), exitStatus(r.Exited, r.ExitCode, r.Signal),
 		fmt.Sprintf("bytes %d-%d", r.Since, r.Cursor)}

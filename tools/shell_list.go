@@ -35,7 +35,7 @@ var shellList = tool[shellListArgs, listResult]{
 			si := sessionInfo{
 				SessionID: in.ID, Name: in.Name, Pid: in.Pid, Command: in.Command, Cwd: in.Dir,
 				Cols: in.Cols, Rows: in.Rows, StartedAt: timestamp(in.StartedAt), LastActivityAt: timestamp(in.LastActivityAt),
-				Exited: in.Exited, ExitCode: in.ExitCode, Signal: in.Signal, UnreadBytes: in.UnreadBytes,
+				programEnd: programEnd{in.Exited, in.ExitCode, in.Signal}, UnreadBytes: in.UnreadBytes,
 				Ports: append([]int{}, in.Ports...),
 			}
 			label := in.Command
@@ -66,20 +66,18 @@ type listResult struct {
 }
 
 type sessionInfo struct {
-	SessionID      string  `json:"sessionId" jsonschema:"Id for shell_io and shell_close."`
-	Name           string  `json:"name" jsonschema:"Label given at shell_open."`
-	Pid            int     `json:"pid" jsonschema:"Process id."`
-	Command        string  `json:"command" jsonschema:"What runs."`
-	Cwd            string  `json:"cwd" jsonschema:"Absolute working directory."`
-	Cols           int     `json:"cols" jsonschema:"Terminal width." toolschema:"minimum=1"`
-	Rows           int     `json:"rows" jsonschema:"Terminal height." toolschema:"minimum=1"`
-	StartedAt      string  `json:"startedAt" jsonschema:"RFC 3339 time it started."`
-	LastActivityAt string  `json:"lastActivityAt" jsonschema:"RFC 3339 time of its last output or input."`
-	Exited         bool    `json:"exited" jsonschema:"The program has exited."`
-	ExitCode       *int    `json:"exitCode" jsonschema:"Exit status, if it exited normally."`
-	Signal         *string `json:"signal" jsonschema:"Signal that killed it, if any."`
-	UnreadBytes    int64   `json:"unreadBytes" jsonschema:"Output bytes after the read cursor."`
-	Ports          []int   `json:"ports"`
+	SessionID      string `json:"sessionId" jsonschema:"Id for shell_io and shell_close."`
+	Name           string `json:"name" jsonschema:"Label given at shell_open."`
+	Pid            int    `json:"pid" jsonschema:"Process id."`
+	Command        string `json:"command" jsonschema:"What runs."`
+	Cwd            string `json:"cwd" jsonschema:"Absolute working directory."`
+	Cols           int    `json:"cols" jsonschema:"Terminal width." toolschema:"minimum=1"`
+	Rows           int    `json:"rows" jsonschema:"Terminal height." toolschema:"minimum=1"`
+	StartedAt      string `json:"startedAt" jsonschema:"RFC 3339 time it started."`
+	LastActivityAt string `json:"lastActivityAt" jsonschema:"RFC 3339 time of its last output or input."`
+	programEnd
+	UnreadBytes int64 `json:"unreadBytes" jsonschema:"Output bytes after the read cursor."`
+	Ports       []int `json:"ports"`
 	// Commands is null unless shell_list was asked about this one session.
 	Commands []historyEntry `json:"commands" toolschema:"nullable"`
 }
