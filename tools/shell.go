@@ -64,13 +64,25 @@ type screenCursor struct {
 
 // commandResult is a shell command as shell_io reports it.
 type commandResult struct {
+	commandFacts
+	Done bool `json:"done"`
+}
+
+// commandFacts is what every result says of a shell command: shell_io's command (which
+// may still run) and shell_list's history (which has finished) add to it.
+type commandFacts struct {
 	ID         int    `json:"id"`
 	Text       string `json:"text"`
 	ExitCode   *int   `json:"exitCode"`
 	Cwd        string `json:"cwd"`
 	StartedAt  string `json:"startedAt"`
 	DurationMs int64  `json:"durationMs"`
-	Done       bool   `json:"done"`
+}
+
+// factsOf is c as results report it, its command line given as text.
+func factsOf(c pty.Command, text string) commandFacts {
+	return commandFacts{ID: c.ID, Text: text, ExitCode: c.ExitCode, Cwd: c.Cwd,
+		StartedAt: timestamp(c.StartedAt), DurationMs: c.Duration.Milliseconds()}
 }
 
 type inputWanted struct {
@@ -150,8 +162,7 @@ func shapeRead(r pty.ReadResult, clamped bool) (readResult, string) {
 	parts := []string{fmt.Sprintf("%s (pid %d)", r.SessionID, r.Pid), string(r.Reason), exitStatus(r.Exited, r.ExitCode, r.Signal),
 		fmt.Sprintf("bytes %d-%d", r.Since, r.Cursor)}
 	if c := r.Command; c != nil {
-		out.Command = &commandResult{ID: c.ID, Text: c.Text, ExitCode: c.ExitCode, Cwd: c.Cwd,
-			StartedAt: timestamp(c.StartedAt), DurationMs: c.Duration.Milliseconds(), Done: c.Done}
+		out.Command = &commandResult{commandFacts: factsOf(*c, c.Text), Done: c.Done}
 		parts = append(parts, commandStatus(*c))
 	}
 	if w := r.WaitingForInput; w != nil {

@@ -85,14 +85,9 @@ type sessionInfo struct {
 // historyEntry is a finished shell command as shell_list reports it, with the range of
 // its output for shell_io's since and end.
 type historyEntry struct {
-	ID         int    `json:"id"`
-	Text       string `json:"text"`
-	ExitCode   *int   `json:"exitCode"`
-	Cwd        string `json:"cwd"`
-	StartedAt  string `json:"startedAt"`
-	DurationMs int64  `json:"durationMs"`
-	Since      int64  `json:"since"`
-	Cursor     int64  `json:"cursor"`
+	commandFacts
+	Since  int64 `json:"since"`
+	Cursor int64 `json:"cursor"`
 }
 
 // history shapes a session's commands for shell_list, newest last, and lists them in
@@ -101,8 +96,7 @@ type historyEntry struct {
 func (s *Table) history(cmds []pty.Command, text *strings.Builder) []historyEntry {
 	out := make([]historyEntry, 0, len(cmds))
 	for _, c := range cmds {
-		out = append(out, historyEntry{ID: c.ID, Text: clipText(c.Text), ExitCode: c.ExitCode, Cwd: c.Cwd,
-			StartedAt: timestamp(c.StartedAt), DurationMs: c.Duration.Milliseconds(), Since: c.Since, Cursor: c.Cursor})
+		out = append(out, historyEntry{commandFacts: factsOf(c, clipText(c.Text)), Since: c.Since, Cursor: c.Cursor})
 	}
 	room := s.maxResult() / 2 // the structured list and its text share the budget with the rest
 	for len(out) > 0 && jsonsize.Of(out) > room {
