@@ -77,16 +77,12 @@ func (db *DB) AdoptGraphs(ctx context.Context, gone Runner, adopter, code, messa
 		if err != nil {
 			return err
 		}
-		var graphs []GraphRow
-		for rows.Next() {
-			g, err := scanGraph(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			graphs = append(graphs, g)
+		// collect also reports an error that ended the rows early: a part of the gone
+		// runner's graphs must not be taken over as if it were all of them.
+		graphs, err := collect(rows, scanGraph)
+		if err != nil {
+			return err
 		}
-		rows.Close()
 		for _, g := range graphs {
 			res, err := tx.ExecContext(ctx, `UPDATE graphs SET runner_id = ?, version = version + 1 WHERE id = ? AND runner_id = ?`, adopter, g.ID, gone.ID)
 			if err != nil {
