@@ -247,8 +247,8 @@ func (s *server) signal(sig syscall.Signal) {
 // checkResponse holds every tool result a test receives from the binary to the contract
 // (the in-process tests of tools do the same): its text and its structuredContent fit
 // --max-result, and a successful result's structuredContent validates, with a real JSON
-// Schema validator, against the output schema the tool sends and against its whole one,
-// both made strict (every field present, no other). A tasks/get that carries a tool result inline (the MCP Tasks facade)
+// Schema validator, against the output schema the tool sends (its golden file, the whole
+// contract), made strict (every field present, no other). A tasks/get that carries a tool result inline (the MCP Tasks facade)
 // is held to tasks_status's schema.
 func (s *server) checkResponse(method string, params any, resp map[string]any) {
 	s.t.Helper()

@@ -41,6 +41,11 @@ func (s *Table) bound(tool string, res *mcp.CallToolResult) *mcp.CallToolResult 
 		case readResult:
 			sc.Output, sc.OmittedBytes = cutOutput(sc.Output, sc.OmittedBytes, limit-jsonsize.Of(withOutput(sc, "")))
 			res.StructuredContent = sc
+		case openResult: // shell_open's read, with what it adds
+			rest := sc
+			rest.readResult = withOutput(sc.readResult, "")
+			sc.Output, sc.OmittedBytes = cutOutput(sc.Output, sc.OmittedBytes, limit-jsonsize.Of(rest))
+			res.StructuredContent = sc
 		case closeResult:
 			sc.Output, _ = cutOutput(sc.Output, 0, limit-jsonsize.Of(closeResult{SessionID: sc.SessionID, ExitCode: sc.ExitCode, Signal: sc.Signal}))
 			res.StructuredContent = sc

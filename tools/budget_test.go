@@ -343,6 +343,13 @@ func TestBound(t *testing.T) {
 	if r.OmittedBytes == 0 || !strings.Contains(r.Output, "bytes omitted to fit the result") || !strings.HasPrefix(text(res), "header\n") {
 		t.Errorf("bound(shell_io) = omitted %d, output %q", r.OmittedBytes, firstLines(r.Output, 2))
 	}
+	// shell_open's result is the same read with more beside it, and is cut the same way.
+	res = s.bound("shell_open", mcp.NewToolResultStructured(openResult{readResult: readResult{SessionID: "s1", Output: out, Reason: "idle"}, Integration: true}, "header\n"+out))
+	checkResult(t, s, "shell_open", res)
+	o, _ := res.StructuredContent.(openResult) // none when the result was refused
+	if res.IsError || o.OmittedBytes == 0 || !strings.Contains(o.Output, "bytes omitted to fit the result") || !o.Integration {
+		t.Errorf("bound(shell_open) = error %v, omitted %d, output %q, integration %v", res.IsError, o.OmittedBytes, firstLines(o.Output, 2), o.Integration)
+	}
 	res = s.bound("tasks_status", mcp.NewToolResultStructured(map[string]any{"x": strings.Repeat("x", 5000)}, "small"))
 	if !res.IsError || !strings.HasPrefix(text(res), "INTERNAL: tasks_status failed: its result") {
 		t.Errorf("an oversized result that cannot be cut = %q", text(res))

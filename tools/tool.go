@@ -23,8 +23,8 @@ type tool[A, R any] struct {
 	// method and returns the structured result and the text a model reads. An error
 	// becomes a coded tool result (toolError).
 	handle func(s *Table, ctx context.Context, req mcp.CallToolRequest, args A) (R, string, error)
-	// adjust, if set, adds to the derived schemas what Go types cannot say (a pattern, the
-	// values of a field the engine types as a plain string).
+	// adjustInput and adjustOutput, if set, add to the derived schemas what Go types
+	// cannot say (a pattern, the values of a field the engine types as a plain string).
 	adjustInput, adjustOutput func(schema map[string]any)
 }
 
