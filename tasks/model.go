@@ -135,20 +135,37 @@ func (p Progress) State() GraphState {
 // add counts n tasks in state s.
 func (p *Progress) add(s State, n int) {
 	p.Total += n
-	switch s {
-	case Pending:
-		p.Pending += n
-	case Running:
-		p.Running += n
-	case Succeeded:
-		p.Succeeded += n
-	case Failed:
-		p.Failed += n
-	case Cancelled:
-		p.Cancelled += n
-	case Skipped:
-		p.Skipped += n
+	if c := p.counter(s); c != nil {
+		*c += n
 	}
+}
+
+// Count is the number of tasks in state s, for adapters that list the states a graph's
+// tasks are in without pairing each field with its state by hand.
+func (p Progress) Count(s State) int {
+	if c := p.counter(s); c != nil {
+		return *c
+	}
+	return 0
+}
+
+// counter is the field that counts state s; nil for a state Progress does not count.
+func (p *Progress) counter(s State) *int {
+	if field := progressFields[s]; field != nil {
+		return field(p)
+	}
+	return nil
+}
+
+// progressFields maps each state to the field of Progress that counts it: one table that
+// add and Count share (ProgressOf calls add once per task, so it must not allocate).
+var progressFields = map[State]func(*Progress) *int{
+	Pending:   func(p *Progress) *int { return &p.Pending },
+	Running:   func(p *Progress) *int { return &p.Running },
+	Succeeded: func(p *Progress) *int { return &p.Succeeded },
+	Failed:    func(p *Progress) *int { return &p.Failed },
+	Cancelled: func(p *Progress) *int { return &p.Cancelled },
+	Skipped:   func(p *Progress) *int { return &p.Skipped },
 }
 
 func (p Progress) withPercent() Progress {

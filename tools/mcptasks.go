@@ -87,12 +87,9 @@ func taskOf(snap tasks.Snapshot) protocol.Task {
 
 	t.StatusMessage = fmt.Sprintf("graph %s: %d/%d tasks done", status, p.Done(), p.Total)
 	var parts []string
-	for _, c := range []struct {
-		n    int
-		what string
-	}{{p.Failed, "failed"}, {p.Cancelled, "cancelled"}, {p.Skipped, "skipped"}, {p.Running, "running"}, {p.Pending, "pending"}} {
-		if c.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+	for _, st := range []tasks.State{tasks.Failed, tasks.Cancelled, tasks.Skipped, tasks.Running, tasks.Pending} {
+		if n := p.Count(st); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
 		}
 	}
 	if len(parts) > 0 {

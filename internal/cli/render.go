@@ -288,12 +288,9 @@ func summaryLine(p palette, d tasks.Detail) string {
 		}
 		parts = append(parts, p.paint(sgrRed, fmt.Sprintf("%d failed", pr.Failed))+" ("+strings.Join(names, ", ")+")")
 	}
-	for _, c := range []struct {
-		n     int
-		state tasks.State
-	}{{pr.Cancelled, tasks.Cancelled}, {pr.Skipped, tasks.Skipped}, {pr.Running, tasks.Running}, {pr.Pending, tasks.Pending}, {pr.Succeeded, tasks.Succeeded}} {
-		if c.n > 0 {
-			parts = append(parts, p.paint(stateColor(c.state), fmt.Sprintf("%d %s", c.n, c.state)))
+	for _, st := range []tasks.State{tasks.Cancelled, tasks.Skipped, tasks.Running, tasks.Pending, tasks.Succeeded} {
+		if n := pr.Count(st); n > 0 {
+			parts = append(parts, p.paint(stateColor(st), fmt.Sprintf("%d %s", n, st)))
 		}
 	}
 	return fmt.Sprintf("%d/%d done: %s", pr.Done(), pr.Total, strings.Join(parts, ", "))
