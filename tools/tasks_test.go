@@ -8,33 +8,18 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcp-harness/mcp-harness/internal/tooltest"
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
 func runGraph(t *testing.T, s *testServer, args map[string]any) string {
 	t.Helper()
-	res := callTool(t, s, "tasks_run", args)
-	if res.IsError {
-		t.Fatalf("tasks_run: %s", text(res))
-	}
-	return structured(t, res)["graphId"].(string)
+	return tooltest.RunGraph(t, caller(t, s), args)
 }
 
 func waitGraph(t *testing.T, s *testServer, graphID string, extra map[string]any) map[string]any {
 	t.Helper()
-	args := map[string]any{"graphId": graphID, "waitMs": 30000}
-	for k, v := range extra {
-		args[k] = v
-	}
-	res := callTool(t, s, "tasks_status", args)
-	if res.IsError {
-		t.Fatalf("tasks_status: %s", text(res))
-	}
-	st := structured(t, res)
-	if st["status"] == "running" {
-		t.Fatalf("graph still running after the wait: %s", text(res))
-	}
-	return st
+	return tooltest.WaitGraph(t, caller(t, s), graphID, extra)
 }
 
 func taskByID(t *testing.T, st map[string]any, id string) map[string]any {

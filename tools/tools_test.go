@@ -13,64 +13,30 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-harness/mcp-harness/internal/tooltest"
 	"go.uber.org/goleak"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden tool schemas in testdata/")
 
 // callTool sends one tools/call through the MCP server's JSON-RPC handling, as a client's
-// message would arrive, and returns the tool result.
+// message would arrive, and holds its result to the contract (checkResult).
 func callTool(t testing.TB, s *testServer, name string, args any) *mcp.CallToolResult {
 	t.Helper()
-	req, err := json.Marshal(map[string]any{
-		"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-		"params": map[string]any{"name": name, "arguments": args},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp := s.MCPServer().HandleMessage(t.Context(), req)
-	b, err := json.Marshal(resp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var envelope struct {
-		Result *mcp.CallToolResult `json:"result"`
-		Error  any                 `json:"error"`
-	}
-	if err := json.Unmarshal(b, &envelope); err != nil {
-		t.Fatalf("decode %s: %v", b, err)
-	}
-	if envelope.Error != nil || envelope.Result == nil {
-		t.Fatalf("%s: protocol error %v", name, envelope.Error)
-	}
-	checkResult(t, s, name, envelope.Result)
-	return envelope.Result
+	res := tooltest.Call(t, s.MCPServer(), name, args)
+	checkResult(t, s, name, res)
+	return res
 }
 
-func text(r *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range r.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
+// caller is callTool on s, for tooltest's graph helpers.
+func caller(t testing.TB, s *testServer) tooltest.Caller {
+	return func(name string, args any) *mcp.CallToolResult { return callTool(t, s, name, args) }
 }
 
-// structured returns the result's structuredContent as a JSON object.
-func structured(t testing.TB, r *mcp.CallToolResult) map[string]any {
-	t.Helper()
-	b, err := json.Marshal(r.StructuredContent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("structuredContent %s: %v", b, err)
-	}
-	return m
-}
+var (
+	text       = tooltest.Text
+	structured = tooltest.Structured
+)
 
 // Each tool as tools/list sends it (schemas, description, annotations) is pinned in
 // testdata/<tool>.json, where the end-to-end tests read its output schema, the contract of

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/mcp-harness/mcp-harness/internal/tooltest"
 )
 
 // declaredMeta is a request _meta that declares the Tasks extension.
@@ -52,24 +52,6 @@ func TestFacade_JSONKey(t *testing.T) {
 			t.Errorf("jsonKey(%s) = %q, %v, want %q, %v", tc.raw, got, ok, tc.want, tc.ok)
 		}
 	}
-}
-
-// lines decodes what the session wrote, one JSON message a line.
-func lines(t *testing.T, out *bytes.Buffer) []map[string]any {
-	t.Helper()
-	var msgs []map[string]any
-	for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
-		if l == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("line %q: %v", l, err)
-		}
-		msgs = append(msgs, m)
-	}
-	out.Reset()
-	return msgs
 }
 
 func write(t *testing.T, f *Session, s string) {
@@ -177,3 +159,6 @@ func (k knownTasks) Cancel(ctx context.Context, id string) error {
 	_, err := k.Task(ctx, id, false)
 	return err
 }
+
+// lines decodes what the session wrote, one JSON message a line.
+var lines = tooltest.Lines

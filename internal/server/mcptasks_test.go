@@ -8,29 +8,12 @@ import (
 	"testing"
 
 	"github.com/mcp-harness/mcp-harness/internal/protocol"
+	"github.com/mcp-harness/mcp-harness/internal/tooltest"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
 // declaredMeta is a request _meta that declares the Tasks extension.
 const declaredMeta = `{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
-
-// lines decodes what the session wrote, one JSON message a line.
-func lines(t *testing.T, out *bytes.Buffer) []map[string]any {
-	t.Helper()
-	var msgs []map[string]any
-	for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
-		if l == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("line %q: %v", l, err)
-		}
-		msgs = append(msgs, m)
-	}
-	out.Reset()
-	return msgs
-}
 
 // The response to a tasks_run that declared the extension becomes a task; without the
 // declaration, with the flag off, or for a refused graph it is left alone.
@@ -221,3 +204,6 @@ func TestFacade_Listen(t *testing.T) {
 		t.Errorf("responses (id: error code) = %v, want %v", codes, want)
 	}
 }
+
+// lines decodes what the session wrote, one JSON message a line.
+var lines = tooltest.Lines

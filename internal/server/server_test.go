@@ -2,11 +2,9 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcp-harness/mcp-harness/internal/schematest"
+	"github.com/mcp-harness/mcp-harness/internal/tooltest"
 )
 
 // codeBusy is the tool contract's code the server answers while the store is locked.
@@ -71,32 +70,24 @@ func closeServer(s *Server) error {
 }
 
 // callTool sends one tools/call through the MCP server's JSON-RPC handling, as a client's
-// message would arrive, and returns the tool result.
+// message would arrive, and holds its result to the contract (checkResult).
 func callTool(t testing.TB, s *Server, name string, args any) *mcp.CallToolResult {
 	t.Helper()
-	req, err := json.Marshal(map[string]any{
-		"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-		"params": map[string]any{"name": name, "arguments": args},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(s.MCPServer().HandleMessage(t.Context(), req))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var envelope struct {
-		Result *mcp.CallToolResult `json:"result"`
-		Error  any                 `json:"error"`
-	}
-	if err := json.Unmarshal(b, &envelope); err != nil {
-		t.Fatalf("decode %s: %v", b, err)
-	}
-	if envelope.Error != nil || envelope.Result == nil {
-		t.Fatalf("%s: protocol error %v", name, envelope.Error)
-	}
-	checkResult(t, s, name, envelope.Result)
-	return envelope.Result
+	res := tooltest.Call(t, s.MCPServer(), name, args)
+	checkResult(t, s, name, res)
+	return res
+}
+
+var text = tooltest.Text
+
+func runGraph(t *testing.T, s *Server, args map[string]any) string {
+	t.Helper()
+	return tooltest.RunGraph(t, func(name string, a any) *mcp.CallToolResult { return callTool(t, s, name, a) }, args)
+}
+
+func waitGraph(t *testing.T, s *Server, graphID string, extra map[string]any) map[string]any {
+	t.Helper()
+	return tooltest.WaitGraph(t, func(name string, a any) *mcp.CallToolResult { return callTool(t, s, name, a) }, graphID, extra)
 }
 
 var errorShape = regexp.MustCompile(`^[A-Z_]+: \S`)
@@ -140,54 +131,4 @@ func sentSchema(t testing.TB, s *Server, name string) *jsonschema.Schema {
 	}
 	sent.Store(name, sch)
 	return sch
-}
-
-func text(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
-// structured returns the result's structuredContent as a JSON object.
-func structured(t testing.TB, r *mcp.CallToolResult) map[string]any {
-	t.Helper()
-	b, err := json.Marshal(r.StructuredContent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("structuredContent %s: %v", b, err)
-	}
-	return m
-}
-
-func runGraph(t *testing.T, s *Server, args map[string]any) string {
-	t.Helper()
-	res := callTool(t, s, "tasks_run", args)
-	if res.IsError {
-		t.Fatalf("tasks_run: %s", text(res))
-	}
-	return structured(t, res)["graphId"].(string)
-}
-
-func waitGraph(t *testing.T, s *Server, graphID string, extra map[string]any) map[string]any {
-	t.Helper()
-	args := map[string]any{"graphId": graphID, "waitMs": 30000}
-	for k, v := range extra {
-		args[k] = v
-	}
-	res := callTool(t, s, "tasks_status", args)
-	if res.IsError {
-		t.Fatalf("tasks_status: %s", text(res))
-	}
-	st := structured(t, res)
-	if st["status"] == "running" {
-		t.Fatalf("graph still running after the wait: %s", text(res))
-	}
-	return st
 }
