@@ -1,9 +1,7 @@
 package tasks
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -17,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/mcp-harness/mcp-harness/tasks/archive"
+	"github.com/mcp-harness/mcp-harness/tasks/archive/archivetest"
 )
 
 // randomBase64 returns n bytes of base64 of random bytes in 76-column lines, the text
@@ -66,7 +65,7 @@ func TestSpool_IncompressibleLogShrinksAndReadsBack(t *testing.T) {
 	checkArchiveReadsBack(t, a.Path, a.SHA256, want)
 	// Not what a user sees, but what makes the reads above mean something: the archive is
 	// several gzip members.
-	if n := gzipMembers(t, a.Path); n < 3 {
+	if n := archivetest.Members(t, a.Path); n < 3 {
 		t.Errorf("archive has %d gzip members, want at least 3 (a level switch and back)", n)
 	}
 
@@ -146,33 +145,5 @@ func checkArchiveReadsBack(t *testing.T, path, sum string, want map[string][]byt
 	}
 	if got, err := os.ReadFile(filepath.Join(out, "manifest.json")); err != nil || !strings.Contains(string(got), `"sha256"`) {
 		t.Errorf("manifest.json through tar -xzf: %v", err)
-	}
-}
-
-// gzipMembers counts the gzip members of the file at path.
-func gzipMembers(t *testing.T, path string) int {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	br := bufio.NewReader(f) // one buffer across members: Reset must not lose what it read
-	zr, err := gzip.NewReader(br)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for {
-		zr.Multistream(false)
-		if _, err := io.Copy(io.Discard, zr); err != nil {
-			t.Fatal(err)
-		}
-		n++
-		if err := zr.Reset(br); err == io.EOF {
-			return n
-		} else if err != nil {
-			t.Fatal(err)
-		}
 	}
 }

@@ -2,7 +2,6 @@ package archive
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	stdgzip "compress/gzip"
 	"context"
@@ -11,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/mcp-harness/mcp-harness/tasks/archive/archivetest"
 	"io"
 	"io/fs"
 	"os"
@@ -31,34 +31,6 @@ func writeLogs(t *testing.T, dir string, contents map[string][]byte, order ...st
 		logs = append(logs, Log{TaskID: id, Path: path, Size: int64(len(contents[id]))})
 	}
 	return logs
-}
-
-// members counts the gzip members of the file at path.
-func members(t *testing.T, path string) int {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	br := bufio.NewReader(f)
-	zr, err := stdgzip.NewReader(br)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for {
-		zr.Multistream(false)
-		if _, err := io.Copy(io.Discard, zr); err != nil {
-			t.Fatal(err)
-		}
-		n++
-		if err := zr.Reset(br); err == io.EOF {
-			return n
-		} else if err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // An artifact of a log that compresses and one that does not reads back byte for byte
@@ -146,7 +118,7 @@ func TestWrite_ReadsBack(t *testing.T) {
 	if want := []string{"manifest.json", LogEntry("text"), LogEntry("random"), LogEntry("again")}; fmt.Sprint(names) != fmt.Sprint(want) {
 		t.Errorf("entries = %q, want %q", names, want)
 	}
-	if n := members(t, req.Final); n < 3 {
+	if n := archivetest.Members(t, req.Final); n < 3 {
 		t.Errorf("%d gzip members, want a new one where the level changes (at least 3)", n)
 	}
 
@@ -154,7 +126,7 @@ func TestWrite_ReadsBack(t *testing.T) {
 	if _, err := Write(t.Context(), req); err != nil {
 		t.Fatal(err)
 	}
-	if n := members(t, req.Final); n != 1 {
+	if n := archivetest.Members(t, req.Final); n != 1 {
 		t.Errorf("OneLevel: %d gzip members, want 1", n)
 	}
 }
