@@ -112,20 +112,23 @@ func checkArchiveReadsBack(t *testing.T, path, sum string, want map[string][]byt
 		if err != nil || size != int64(len(b)) || !bytes.Equal(got, b) {
 			t.Errorf("%s through OpenArtifactLog: %d of %d bytes, %v; want %d the same", id, len(got), size, err, len(b))
 		}
-		tail := min(int64(len(b)), 1000)
-		s, err := readArtifactLog(path, id, -tail, tail)
-		if err != nil || s.Text != string(b[int64(len(b))-tail:]) || !s.EOF {
+		s, err := readArtifactLog(path, id, -1000, 1000)
+		if err != nil || s.Text != refTail(string(b), -1, 1000) || !s.EOF {
 			t.Errorf("%s tail through readArtifactLog = %d bytes, %v", id, len(s.Text), err)
 		}
 	}
-	slices, err := readArtifactLogs(path, ids, LogQuery{Tail: 700}) // tasks_status of an archived graph
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id, b := range want {
-		tail := b[max(len(b)-700, 0):]
-		if s := slices[id]; s.Text != string(tail) || s.Size != int64(len(b)) {
-			t.Errorf("%s through readArtifactLogs: %d of %d bytes, want the last %d of %d", id, len(s.Text), s.Size, len(tail), len(b))
+	// tasks_status of an archived graph: a byte tail and a lines tail.
+	three := 3
+	for _, q := range []LogQuery{{Tail: 700}, {Tail: MaxLogTail, Lines: &three}} {
+		slices, err := readArtifactLogs(path, ids, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, b := range want {
+			tail := refTail(string(b), q.tailLines(), int(q.Tail))
+			if s := slices[id]; s.Text != tail || s.Size != int64(len(b)) || s.SkippedBytes == nil || *s.SkippedBytes != int64(len(b)-len(tail)) {
+				t.Errorf("%s through readArtifactLogs(%d lines, %d bytes): %d of %d bytes, want the last %d of %d", id, q.tailLines(), q.Tail, len(s.Text), s.Size, len(tail), len(b))
+			}
 		}
 	}
 

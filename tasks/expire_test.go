@@ -13,23 +13,30 @@ func expirableGraph(t *testing.T, te *testEnv) string {
 	t.Helper()
 	sub := te.submit(t, Spec{Tasks: []TaskSpec{tsk("a", "echo kept")}})
 	te.waitDone(t, sub.Graph.ID)
+	makeExpirable(t, te, sub.Graph.ID)
+	return sub.Graph.ID
+}
+
+// makeExpirable waits until a finished graph is archived and backdates its end past the
+// retention, so that the next Expire pass expires it.
+func makeExpirable(t *testing.T, te *testEnv, graphID string) {
+	t.Helper()
 	// The engine archives a graph on its own once it finishes. Wait for that rather than
 	// spool here: a background spool that came after this function returned would write
 	// the archive again, under a test that has just spoilt or removed it.
 	deadline := time.Now().Add(testWait)
 	for {
-		if _, err := te.db.GetArtifact(t.Context(), sub.Graph.ID); err == nil {
+		if _, err := te.db.GetArtifact(t.Context(), graphID); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("graph %s not archived within %v", sub.Graph.ID, testWait)
+			t.Fatalf("graph %s not archived within %v", graphID, testWait)
 		}
 		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
 	}
-	if _, err := rawExec(t, te.db.Path(), `UPDATE graphs SET finished_at = finished_at - 7200000 WHERE id = ?`, sub.Graph.ID); err != nil {
+	if _, err := rawExec(t, te.db.Path(), `UPDATE graphs SET finished_at = finished_at - 7200000 WHERE id = ?`, graphID); err != nil {
 		t.Fatal(err)
 	}
-	return sub.Graph.ID
 }
 
 func newExpiringEngine(t *testing.T) *testEnv {

@@ -57,7 +57,7 @@ func checkFits(t *testing.T, what string, v any, limit int) {
 }
 
 // When every task fits without its log but not with it, the tails shrink, all to the
-// same cap (the short ones whole), and no task is left out.
+// same cap (the short ones whole), each to a line start, and no task is left out.
 func TestStatus_LogsShrinkBeforeTasksLeave(t *testing.T) {
 	te := newTestEngine(t)
 	snap := syntheticGraph(te, 30, func(i int) bool { return i%10 == 3 }, nil)
@@ -86,6 +86,10 @@ func TestStatus_LogsShrinkBeforeTasksLeave(t *testing.T) {
 		l, full := task.Log, logs[task.ID]
 		if !strings.HasSuffix(full, l.Text) || l.Offset != int64(len(full)-len(l.Text)) || l.NextOffset != int64(len(full)) || !l.EOF {
 			t.Errorf("%s: log %+v is not the tail of its log", task.ID, l)
+		}
+		// Cut to fit, a tail still starts at a line and says what it skipped.
+		if l.Offset > 0 && full[l.Offset-1] != '\n' || l.SkippedBytes == nil || *l.SkippedBytes != l.Offset {
+			t.Errorf("%s: a tail cut to fit starts mid-line at %d: %.30q (skippedBytes %v)", task.ID, l.Offset, l.Text, l.SkippedBytes)
 		}
 		longest = max(longest, len(l.Text))
 	}

@@ -1,13 +1,11 @@
 package tasks
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/quote"
@@ -84,87 +82,33 @@ func drainLog(path string, offset int64, w io.Writer) (int64, error) {
 	}
 }
 
-// tailOffset returns where the last n lines of the file at path start: 0 for n < 0 (the
-// whole file), its size for n == 0. A final newline ends the last line rather than
-// starting another, as tail(1) counts. It reads backwards from the end a block at a time,
-// so a long log costs what the tail does.
-func tailOffset(path string, n int) (int64, error) {
-	if n < 0 {
-		return 0, nil
-	}
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	size := fi.Size()
-	if n == 0 {
-		return size, nil
-	}
-	buf := make([]byte, 64<<10)
-	lines := 0
-	for pos := size; pos > 0; {
-		k := min(int64(len(buf)), pos)
-		pos -= k
-		if _, err := f.ReadAt(buf[:k], pos); err != nil && err != io.EOF {
-			return 0, err
-		}
-		for i := k - 1; i >= 0; i-- {
-			if buf[i] != '\n' || pos+i == size-1 {
-				continue
-			}
-			if lines++; lines == n {
-				return pos + i + 1, nil
-			}
-		}
-	}
-	return 0, nil
-}
-
 // copyArchivedLog writes a task's log from its graph's archive, the last tailLines lines
-// only when tailLines >= 0. The archive is compressed, so this reads it from the start
-// whatever is written.
+// only when tailLines >= 0 (counted as tailStart counts them). The archive is compressed,
+// so this reads it from the start whatever is written, twice for a tail.
 func (r *Reader) copyArchivedLog(ctx context.Context, graphID, taskID string, tailLines int, w io.Writer) error {
 	a, err := r.db.GetArtifact(ctx, graphID)
 	if err != nil {
 		return fmt.Errorf("graph %s has expired but its archive is not recorded: %w", graphID, err)
 	}
-	rc, _, err := OpenArtifactLog(a.Path, taskID)
+	read := func(use func(io.Reader) error) error {
+		rc, _, err := OpenArtifactLog(a.Path, taskID)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		return use(rc)
+	}
+	// The archive is a stream: for a tail, one pass counts the lines and a second skips to
+	// the last tailLines of them, so memory stays bounded however long the lines are.
+	var c lineCounter
+	if tailLines >= 0 {
+		err = read(func(rd io.Reader) error { _, err := io.Copy(&c, rd); return err })
+	}
+	if err == nil {
+		err = read(func(rd io.Reader) error { return afterNewlines(rd, c.skipNewlines(tailLines), w) })
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // the task never wrote a log
 	}
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	if tailLines < 0 {
-		_, err = io.Copy(w, rc)
-		return err
-	}
-	// Keep the last tailLines lines as they stream past.
-	lines := make([]string, 0, tailLines+1)
-	sc := bufio.NewScanner(rc)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > tailLines {
-			lines = lines[1:]
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	for _, l := range lines {
-		if _, err := fmt.Fprintln(w, l); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }

@@ -18,7 +18,10 @@ type LogSlice struct {
 	Offset     int64  `json:"offset"`     // where Text starts
 	NextOffset int64  `json:"nextOffset"` // where the next page starts
 	EOF        bool   `json:"eof"`        // Text reaches the end of the log as it was
-	Text       string `json:"text"`
+	// SkippedBytes is, for a tail, how many bytes of the log come before Text (its
+	// Offset, said in the tail's own words); null for a page, which starts where asked.
+	SkippedBytes *int64 `json:"skippedBytes"`
+	Text         string `json:"text"`
 }
 
 // Bounds of a log read.
@@ -27,14 +30,37 @@ const (
 	DefaultLogTail  = 2048    // bytes from the end of each log, unless asked otherwise
 	MaxLogTail      = 65536   // the most a tail may ask for, per task
 	DefaultLogLimit = 65536   // bytes of one page, unless asked otherwise
+	MaxLogLines     = 1000    // the most lines a lines tail may ask for, per task
 )
 
-// LogQuery says which part of a task's log a read returns: the last Tail bytes, or, when
-// Offset is set, up to Limit bytes from Offset (paging through one task's log).
+// LogQuery says which part of a task's log a read returns: its tail, or, when Offset is
+// set, up to Limit bytes from Offset (paging through one task's log). A tail is the last
+// Tail bytes, or, when Lines is set, the last *Lines lines of at most Tail bytes; either
+// starts at a line (tail.go).
 type LogQuery struct {
 	Tail   int64
+	Lines  *int
 	Offset *int64
 	Limit  int64
+}
+
+// wantsText reports whether q asks for any log text at all.
+func (q LogQuery) wantsText() bool {
+	switch {
+	case q.Offset != nil:
+		return true
+	case q.Lines != nil:
+		return *q.Lines > 0 && q.Tail > 0
+	}
+	return q.Tail > 0
+}
+
+// tailLines is the line count of q's tail, -1 for a byte tail.
+func (q LogQuery) tailLines() int {
+	if q.Lines == nil {
+		return -1
+	}
+	return *q.Lines
 }
 
 // Check refuses a query that makes no sense for a read of n selected tasks (0: all):
@@ -43,6 +69,9 @@ type LogQuery struct {
 func (q LogQuery) Check(n int) error {
 	if q.Tail < 0 || q.Tail > MaxLogTail {
 		return invalid("logTail must be 0..%d, got %d", MaxLogTail, q.Tail)
+	}
+	if q.Lines != nil && (*q.Lines < 0 || *q.Lines > MaxLogLines) {
+		return invalid("logLines must be 0..%d, got %d", MaxLogLines, *q.Lines)
 	}
 	if q.Offset == nil {
 		return nil
@@ -70,7 +99,7 @@ func (r *Reader) readLogs(g Graph, art *Artifact, ids []string, q LogQuery) (log
 			if q.Offset != nil {
 				s, err = ReadLog(r.LogPath(g.ID, id), *q.Offset, q.Limit)
 			} else {
-				s, err = TailLog(r.LogPath(g.ID, id), q.Tail)
+				s, err = tailLog(r.LogPath(g.ID, id), q.tailLines(), q.Tail)
 			}
 			if err != nil {
 				return nil, "", fmt.Errorf("read the log of task %s: %w", id, err)
@@ -104,12 +133,27 @@ func readArtifactLogs(artifact string, ids []string, q LogQuery) (map[string]Log
 	err := archive.ReadLogs(artifact, ids, func(id string, size int64, r io.Reader) error {
 		s := out[id]
 		s.Size = size
-		offset, limit := size-q.Tail, q.Tail
-		if q.Offset != nil {
-			offset, limit = *q.Offset, q.Limit
+		if q.Offset == nil {
+			// A tail: read its window (and the byte before it) into memory, bounded by
+			// q.Tail, and find where it starts as a live log's tail does.
+			low := max(size-min(q.Tail, MaxLogSlice)-1, 0)
+			if _, err := io.CopyN(io.Discard, r, low); err != nil {
+				return err
+			}
+			w := window{base: low, buf: make([]byte, size-low)}
+			if _, err := io.ReadFull(r, w.buf); err != nil {
+				return err
+			}
+			start, atLine, err := tailStart(w, size, q.tailLines(), min(q.Tail, MaxLogSlice))
+			if err != nil {
+				return err
+			}
+			s = tailSlice(s, start, atLine, string(w.buf[start-low:]))
+			out[id] = s
+			return nil
 		}
-		offset = min(max(offset, 0), size)
-		limit = min(limit, MaxLogSlice, size-offset)
+		offset := min(*q.Offset, size)
+		limit := min(q.Limit, MaxLogSlice, size-offset)
 		if _, err := io.CopyN(io.Discard, r, offset); err != nil {
 			return err
 		}
@@ -119,9 +163,6 @@ func readArtifactLogs(artifact string, ids []string, q LogQuery) (map[string]Log
 		}
 		s.Offset, s.Text, s.NextOffset = offset, string(buf), offset+limit
 		s.EOF = s.NextOffset >= size
-		if q.Offset == nil && s.Offset > 0 {
-			s = startAtRune(s)
-		}
 		out[id] = s
 		return nil
 	})
@@ -169,22 +210,60 @@ func ReadLog(path string, offset, limit int64) (LogSlice, error) {
 	return s, nil
 }
 
-// TailLog reads the last n bytes of the log at path (fewer when it is shorter), starting
-// at a character boundary so the text does not open with half a UTF-8 sequence.
+// TailLog reads the tail of the log at path: its last n bytes (fewer when it is shorter),
+// from the first line that starts within them (tail.go). A log that does not exist yet
+// reads as empty.
 func TailLog(path string, n int64) (LogSlice, error) {
-	fi, err := os.Stat(path)
+	return tailLog(path, -1, n)
+}
+
+// TailLines reads the last n lines of the log at path, of at most maxBytes bytes: when
+// they are longer, the tail starts at the first line that starts within its last
+// maxBytes (tail.go). It reads backwards from the end, so it costs what the tail does.
+func TailLines(path string, n int, maxBytes int64) (LogSlice, error) {
+	return tailLog(path, n, maxBytes)
+}
+
+// tailLog reads the last lines lines (lines < 0: a byte tail) within the last maxBytes
+// bytes of the log at path, through one open file so the slice is of one size.
+func tailLog(path string, lines int, maxBytes int64) (LogSlice, error) {
+	s := LogSlice{Path: path}
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return LogSlice{Path: path, EOF: true}, nil
+		return tailSlice(s, 0, true, ""), nil
 	}
 	if err != nil {
-		return LogSlice{Path: path}, err
-	}
-	start := max(fi.Size()-n, 0)
-	s, err := ReadLog(path, start, n)
-	if err != nil || start == 0 {
 		return s, err
 	}
-	return startAtRune(s), nil
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return s, err
+	}
+	s.Size = fi.Size()
+	maxBytes = min(maxBytes, MaxLogSlice)
+	start, atLine, err := tailStart(f, s.Size, lines, maxBytes)
+	if err != nil {
+		return s, err
+	}
+	buf := make([]byte, s.Size-start)
+	n, err := f.ReadAt(buf, start)
+	if err != nil && err != io.EOF {
+		return s, err
+	}
+	return tailSlice(s, start, atLine, string(buf[:n])), nil
+}
+
+// tailSlice fills in s, a tail of a log of s.Size bytes, with text from start to the end;
+// a tail that does not start at a line is cut at a character instead.
+func tailSlice(s LogSlice, start int64, atLine bool, text string) LogSlice {
+	s.Offset, s.Text, s.NextOffset, s.EOF = start, text, s.Size, true
+	if !atLine && start > 0 {
+		s = startAtRune(s)
+	}
+	skipped := s.Offset
+	s.SkippedBytes = &skipped
+	return s
 }
 
 // startAtRune drops the continuation bytes a tail may start with (at most 3: a UTF-8

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // A task's log is created ahead of its start (prelog.go), and stays when the task never
@@ -64,8 +66,8 @@ func TestEngine_TaskThatNeverStartedHasNoLog(t *testing.T) {
 			t.Errorf("a's log in tasks_status = %+v", logs["a"])
 		}
 		for _, id := range []string{"b", "d"} {
-			if logs[id] != logs["c"] {
-				t.Errorf("tasks_status shows the prepared log of %s as %+v, a log never prepared as %+v", id, logs[id], logs["c"])
+			if diff := cmp.Diff(logs["c"], logs[id]); diff != "" {
+				t.Errorf("tasks_status shows the prepared log of %s otherwise than a log never prepared (-never +prepared):\n%s", id, diff)
 			}
 		}
 	}

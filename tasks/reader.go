@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/jsonsize"
@@ -172,7 +173,7 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 	cutDeps := 0
 	for _, t := range todo {
 		item := TaskStatus{TaskHead: t.Head(), TaskTimes: t.Times(now),
-			Log: &LogSlice{Path: logPath(t.ID), Size: 1 << 40, Offset: 1 << 40, NextOffset: 1 << 40}}
+			Log: &LogSlice{Path: logPath(t.ID), Size: 1 << 40, Offset: 1 << 40, NextOffset: 1 << 40, SkippedBytes: &[]int64{1 << 40}[0]}}
 		deps := item.DependsOn
 		size := func(n int) int {
 			item.DependsOn, item.OmittedDeps = fit.Cut(deps, n)
@@ -242,7 +243,7 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 		next := "pass cursor " + strconv.Quote(*out.NextCursor) + " for the next page"
 		out.Notes = append(out.Notes, fmt.Sprintf("%s of %d not shown: the result is limited to %s; %s, or name the tasks you want with taskIds.",
 			fit.Plural(omitted, "task"), len(todo), fit.SizeText(limit), next))
-		if lq.Tail == 0 && q.Log.Tail > 0 {
+		if !lq.wantsText() && q.Log.wantsText() {
 			msg := "Logs are left out when not every task fits; ask for fewer tasks with taskIds to read them"
 			if failed := failedIDs(out.Tasks, 5); len(failed) > 0 {
 				msg += ", e.g. taskIds " + jsonList(failed) + " (failed)"
@@ -311,7 +312,10 @@ func shrinkLogs(out *StatusReport, limit int, paging bool) int {
 				continue
 			}
 			kept, cut := jsonsize.Tail(saved[i], c)
+			kept, cut = toLineStart(saved[i], kept, cut)
 			l.Text, l.Offset = kept, offsets[i]+int64(cut)
+			skipped := l.Offset
+			l.SkippedBytes = &skipped
 		}
 		// The cut changes numbers beside the texts (a page's eof turns false, an offset
 		// grows a digit): take what they added off the cap.
@@ -321,6 +325,19 @@ func shrinkLogs(out *StatusReport, limit int, paging bool) int {
 		}
 		c = max(c-max(over/len(logs), 1), 0)
 	}
+}
+
+// toLineStart moves a tail that shrinkLogs cut cut bytes into text, leaving kept, on to
+// the first line that starts in kept, as every tail starts (tail.go); a kept part with no
+// line start in it stays as it is, cut at a character.
+func toLineStart(text, kept string, cut int) (string, int) {
+	if cut == 0 || text[cut-1] == '\n' {
+		return kept, cut
+	}
+	if i := strings.IndexByte(kept, '\n'); i >= 0 && i < len(kept)-1 {
+		return kept[i+1:], cut + i + 1
+	}
+	return kept, cut
 }
 
 // seqOf is the submitted place of a task of s.
