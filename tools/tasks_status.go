@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-harness/mcp-harness/internal/protocol"
 	"github.com/mcp-harness/mcp-harness/internal/quote"
 	"github.com/mcp-harness/mcp-harness/tasks"
+	"github.com/mcp-harness/mcp-harness/tasks/fit"
 )
 
 // tasksStatus is tasks_status: a graph's progress, each task's state and log, waiting
@@ -27,7 +28,8 @@ var tasksStatus = tool[statusArgs, tasks.StatusReport]{
 type statusArgs struct {
 	GraphID   string      `json:"graphId" jsonschema:"From tasks_run." toolschema:"required"`
 	TaskIDs   []string    `json:"taskIds,omitempty" jsonschema:"Only these tasks."`
-	LogTail   *int64      `json:"logTail,omitempty" jsonschema:"Bytes of each log's end. Default 2048, max 65536."`
+	LogTail   *int64      `json:"logTail,omitempty" jsonschema:"Bytes of each log's end, from a line start. Default 2048, max 65536."`
+	LogLines  *int64      `json:"logLines,omitempty" jsonschema:"Last N lines of each log instead, max 1000; wins over logTail."`
 	LogOffset *int64      `json:"logOffset,omitempty" jsonschema:"With one taskId: read its log from here, then from nextOffset."`
 	LogLimit  *int64      `json:"logLimit,omitempty" jsonschema:"Default 65536, max 1048576." toolschema:"minimum=1"`
 	WaitMs    *int64      `json:"waitMs,omitempty" jsonschema:"At most --max-wait."`
@@ -39,12 +41,23 @@ func (s *Table) tasksStatus(ctx context.Context, req mcp.CallToolRequest, a stat
 	if a.GraphID == "" {
 		return tasks.StatusReport{}, "", invalidf("graphId is required: use the id tasks_run returned (tasks_list shows them)")
 	}
-	var cut clampNotes
-	tail, err := cut.bytes("logTail", a.LogTail, tasks.DefaultLogTail, 0, tasks.MaxLogTail, ", the most a tail reads")
+	var cut, tailCut clampNotes
+	tail, err := tailCut.bytes("logTail", a.LogTail, tasks.DefaultLogTail, 0, tasks.MaxLogTail, ", the most a tail reads")
 	if err != nil {
 		return tasks.StatusReport{}, "", err
 	}
 	q := tasks.StatusQuery{TaskIDs: a.TaskIDs, Log: tasks.LogQuery{Tail: tail}, Cursor: a.Cursor, MaxBytes: s.maxResult()}
+	if a.LogLines != nil {
+		// logLines wins: logTail is checked (bad input is refused) but not used, so its
+		// clamp is not reported; a lines tail reads at most what a byte tail may.
+		if n := *a.LogLines; n < 0 || n > tasks.MaxLogLines {
+			return tasks.StatusReport{}, "", invalidf("logLines must be 0..%d (lines of each log's end), got %d", tasks.MaxLogLines, n)
+		}
+		lines := int(*a.LogLines)
+		q.Log.Lines, q.Log.Tail = &lines, tasks.MaxLogTail
+	} else {
+		cut = append(cut, tailCut...)
+	}
 	if a.LogOffset != nil || a.LogLimit != nil {
 		offset := int64(0)
 		if a.LogOffset != nil {
@@ -96,12 +109,12 @@ func (s *Table) tasksStatus(ctx context.Context, req mcp.CallToolRequest, a stat
 	if note := s.slotNote(ctx, snap); note != "" {
 		cut = append(cut, note) // printed with the notes above the table
 	}
-	return out, statusText(out, cut, waited, maxed, q.Log.Offset != nil), nil
+	return out, statusText(out, cut, waited, maxed, q.Log), nil
 }
 
 // statusText is what a model reads: a summary line, what was cut or left out and how to
 // get it, a table of the page's tasks, then their log slices, failed and running first.
-func statusText(r tasks.StatusReport, cut clampNotes, timedOut, maxed, paging bool) string {
+func statusText(r tasks.StatusReport, cut clampNotes, timedOut, maxed bool, lq tasks.LogQuery) string {
 	var b strings.Builder
 	p := r.Progress
 	fmt.Fprintf(&b, "graph %s%s: %s · %d/%d done (%d succeeded, %d failed, %d cancelled, %d skipped) · %d running · %d pending\n",
@@ -145,16 +158,30 @@ func statusText(r tasks.StatusReport, cut clampNotes, timedOut, maxed, paging bo
 		if t.Log == nil || t.Log.Text == "" {
 			continue
 		}
-		what := fmt.Sprintf("last %d of %d bytes", len(t.Log.Text), t.Log.Size)
-		if paging {
-			what = fmt.Sprintf("bytes %d-%d of %d; nextOffset %d", t.Log.Offset, t.Log.NextOffset, t.Log.Size, t.Log.NextOffset)
-		} else if t.Log.Offset == 0 {
-			what = fmt.Sprintf("all %d bytes", t.Log.Size)
-		}
-		fmt.Fprintf(&b, "\n--- %s log (%s) ---\n%s", t.ID, what, t.Log.Text)
+		fmt.Fprintf(&b, "\n--- %s log (%s) ---\n%s", t.ID, logWhat(*t.Log, lq), t.Log.Text)
 		if !strings.HasSuffix(t.Log.Text, "\n") {
 			b.WriteString("\n")
 		}
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// logWhat says which part of its log a slice is, for the line above its text: a page's
+// bytes, or a tail's size, its lines when lines were asked for, and what it skipped.
+func logWhat(l tasks.LogSlice, lq tasks.LogQuery) string {
+	if lq.Offset != nil {
+		return fmt.Sprintf("bytes %d-%d of %d; nextOffset %d", l.Offset, l.NextOffset, l.Size, l.NextOffset)
+	}
+	lines := ""
+	if lq.Lines != nil {
+		n := strings.Count(l.Text, "\n")
+		if !strings.HasSuffix(l.Text, "\n") {
+			n++
+		}
+		lines = fit.Plural(n, "line") + ", "
+	}
+	if l.Offset == 0 {
+		return fmt.Sprintf("all %s%d bytes", lines, l.Size)
+	}
+	return fmt.Sprintf("last %s%d of %d bytes, %d skipped", lines, len(l.Text), l.Size, l.Offset)
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -278,5 +279,68 @@ func TestTasks_BadInput(t *testing.T) {
 		if got := text(res); !res.IsError || !strings.HasPrefix(got, "NOT_FOUND: ") || !strings.Contains(got, "zzz") {
 			t.Errorf("%s with an unknown task = %q", tool, got)
 		}
+	}
+}
+
+// tasks_status tails by lines: logLines is the last N lines of each log, winning over
+// logTail; a byte tail starts at a line; both say what they skipped, in the result and in
+// the text. logLines past 1000 or negative is refused.
+func TestTasksStatus_LogTails(t *testing.T) {
+	s := newTestServer(t)
+	id := runGraph(t, s, map[string]any{"tasks": []any{map[string]any{"id": "seq", "command": "seq 1 100000"}}})
+	waitGraph(t, s, id, nil)
+	size := 0.0 // the bytes of seq 1 100000
+	for i := 1; i <= 100000; i++ {
+		size += float64(len(strconv.Itoa(i)) + 1)
+	}
+	var last20 strings.Builder
+	for i := 99981; i <= 100000; i++ {
+		last20.WriteString(strconv.Itoa(i) + "\n")
+	}
+	tests := []struct {
+		name string
+		args map[string]any
+		want string // the log's text
+		says string // in the text a model reads
+	}{
+		{"Lines", map[string]any{"logLines": 20}, last20.String(), "--- seq log (last 20 lines, 121 of 588895 bytes, 588774 skipped) ---\n99981\n"},
+		{"LinesWinOverBytes", map[string]any{"logLines": 2, "logTail": 5}, "99999\n100000\n", "last 2 lines, 13 of 588895 bytes"},
+		{"BytesFromALine", map[string]any{"logTail": 10}, "100000\n", "--- seq log (last 7 of 588895 bytes, 588888 skipped) ---\n100000"},
+		{"NoLines", map[string]any{"logLines": 0}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := map[string]any{"graphId": id}
+			for k, v := range tt.args {
+				args[k] = v
+			}
+			res := callTool(t, s, "tasks_status", args)
+			if res.IsError {
+				t.Fatalf("tasks_status %v = %s", tt.args, text(res))
+			}
+			log := taskByID(t, structured(t, res), "seq")["log"].(map[string]any)
+			skipped := size - float64(len(tt.want))
+			if log["text"] != tt.want || log["offset"] != skipped || log["skippedBytes"] != skipped || log["size"] != size {
+				t.Errorf("tasks_status %v: log %.40q at %v, skippedBytes %v, size %v; want %.40q at %v of %v",
+					tt.args, log["text"], log["offset"], log["skippedBytes"], log["size"], tt.want, skipped, size)
+			}
+			if !strings.Contains(text(res), tt.says) {
+				t.Errorf("tasks_status %v text:\n%s\nwant it to hold %q", tt.args, text(res), tt.says)
+			}
+			if strings.Contains(text(res), "logTail") {
+				t.Errorf("tasks_status %v text speaks of logTail, which logLines overrides:\n%s", tt.args, text(res))
+			}
+		})
+	}
+	for _, n := range []any{1001, -1, int64(1) << 53} {
+		res := callTool(t, s, "tasks_status", map[string]any{"graphId": id, "logLines": n})
+		if got := text(res); !res.IsError || !strings.HasPrefix(got, "INVALID_ARGUMENT: logLines must be 0..1000") {
+			t.Errorf("tasks_status logLines %v = %s, want INVALID_ARGUMENT", n, got)
+		}
+	}
+	// A huge logTail beside logLines is not used, so not reported cut.
+	res := callTool(t, s, "tasks_status", map[string]any{"graphId": id, "logLines": 1, "logTail": int64(1) << 53})
+	if got := text(res); res.IsError || strings.Contains(got, "was cut") || !strings.Contains(got, "last 1 line,") {
+		t.Errorf("tasks_status logLines 1 with a huge logTail = %s", firstLines(got, 3))
 	}
 }
