@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"archive/tar"
+	"bufio"
 	stdgzip "compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -344,6 +345,44 @@ func BenchmarkTailLog(b *testing.B) {
 			f.Close()
 			for b.Loop() {
 				if s, err := TailLog(path, 2048); err != nil || s.Size != size {
+					b.Fatal(s.Size, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTailLines reads tails of a 200 MB log of real lines, as tasks_status does: the
+// last 20 and 1000 lines (logLines) beside the default byte tail (logTail 2048). Each
+// reads backwards from the end, so a lines tail costs what its lines do, not the log.
+func BenchmarkTailLines(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "task.log")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var size int64
+	for i := 0; size < 200<<20; i++ {
+		n, _ := fmt.Fprintf(w, "2026-12-02T03:00:00Z step %d: compiling package p%d ok\n", i, i%97)
+		size += int64(n)
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	for _, bc := range []struct {
+		name string
+		read func() (LogSlice, error)
+	}{
+		{"bytes-2048", func() (LogSlice, error) { return TailLog(path, DefaultLogTail) }},
+		{"lines-20", func() (LogSlice, error) { return TailLines(path, 20, MaxLogTail) }},
+		{"lines-1000", func() (LogSlice, error) { return TailLines(path, MaxLogLines, MaxLogTail) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if s, err := bc.read(); err != nil || s.Size != size || s.Text == "" {
 					b.Fatal(s.Size, err)
 				}
 			}

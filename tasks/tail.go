@@ -24,7 +24,7 @@ import (
 //   - Finding the start reads backwards from the end a block at a time and never past the
 //     window, so it costs what the tail does whatever the log's size.
 
-// tailBlock is how much tailStart reads at a time.
+// tailBlock is the most tailStart reads at a time.
 const tailBlock = 64 << 10
 
 // tailStart returns where the tail of a log of size bytes, read through r, starts: its
@@ -41,10 +41,14 @@ func tailStart(r io.ReaderAt, size int64, lines int, maxBytes int64) (start int6
 		return 0, true, nil // the whole log
 	}
 	low := max(floor-1, 0) // the byte before the window says whether it opens a line
-	buf := make([]byte, min(tailBlock, size-low))
+	// The last lines are often short: read little first, then twice as much each time.
+	var buf []byte
 	earliest, found := int64(-1), 0
-	for pos := size; pos > low; {
-		k := min(int64(len(buf)), pos-low)
+	for pos, chunk := size, int64(4<<10); pos > low; chunk = min(2*chunk, tailBlock) {
+		k := min(chunk, pos-low)
+		if int64(len(buf)) < k {
+			buf = make([]byte, k)
+		}
 		pos -= k
 		if _, err := r.ReadAt(buf[:k], pos); err != nil && err != io.EOF {
 			return 0, false, err
