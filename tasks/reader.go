@@ -219,6 +219,7 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 		}
 	}
 	out.Tasks = page
+	short := shortLineTails(page, lq)
 	setPage := func() {
 		omitted = len(todo) - len(out.Tasks)
 		out.OmittedTasks, out.NextCursor = omitted, nil
@@ -258,6 +259,10 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 			out.Notes = append(out.Notes, fmt.Sprintf("Log tails were cut to at most %s each to fit the result; ask for fewer tasks with taskIds, or page one task's log with logOffset.", fit.Plural(logCap, "byte")))
 		}
 	}
+	if len(short) > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("The last %d lines of %s take more than the %s a tail reads: the tail holds the last lines that fit; page the log with logOffset for more.",
+			*lq.Lines, jsonList(short), fit.Plural(int(lq.Tail), "byte")))
+	}
 	if cutDeps > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("The dependsOn list of %s was cut to fit (omittedDeps counts what is missing); `mcp-harness tasks status %s --json` in a shell prints it whole.",
 			fit.Plural(cutDeps, "task"), snap.Graph.ID))
@@ -269,8 +274,8 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 }
 
 // shrinkLogs cuts the log texts of a report that does not fit max to one cap each, the
-// largest that fits (the shortest texts stay whole): tails lose their start, a page of one
-// log its end. It returns the cap, or -1 when nothing was cut.
+// largest that fits (the shortest texts stay whole): tails lose their start (and start at
+// a line again), a page of one log its end. It returns the cap, or -1 when nothing was cut.
 func shrinkLogs(out *StatusReport, limit int, paging bool) int {
 	var texts []int
 	var logs []*LogSlice
@@ -325,6 +330,31 @@ func shrinkLogs(out *StatusReport, limit int, paging bool) int {
 		}
 		c = max(c-max(over/len(logs), 1), 0)
 	}
+}
+
+// shortLineTails names the tasks of page whose lines tail holds fewer lines than lq asks
+// for though their log has more: the lines were longer than the bytes a tail reads.
+func shortLineTails(page []TaskStatus, lq LogQuery) []string {
+	if lq.Lines == nil || lq.Offset != nil {
+		return nil
+	}
+	var ids []string
+	for _, t := range page {
+		if l := t.Log; l != nil && l.Text != "" && l.Offset > 0 && LineCount(l.Text) < *lq.Lines {
+			ids = append(ids, t.ID)
+		}
+	}
+	return ids
+}
+
+// LineCount counts the lines of text as a tail counts them (tail.go): a final newline
+// ends the last line.
+func LineCount(text string) int {
+	n := strings.Count(text, "\n")
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		n++
+	}
+	return n
 }
 
 // toLineStart moves a tail that shrinkLogs cut cut bytes into text, leaving kept, on to

@@ -284,6 +284,13 @@ func TestStatus_TailsOfRealLogs(t *testing.T) {
 			if task := out.Tasks[slices.IndexFunc(out.Tasks, func(x TaskStatus) bool { return x.ID == "seq" })]; q.Lines != nil && task.Log.Text != last20.String() {
 				t.Errorf("%s: the last 20 lines of seq 1 100000 = %.40q, want 99981..100000", where, task.Log.Text)
 			}
+			// bar's last lines are longer than a tail reads: a note says so, and how to read on.
+			said := slices.ContainsFunc(out.Notes, func(n string) bool {
+				return strings.Contains(n, `The last 20 lines of ["bar"] take more than`) && strings.Contains(n, "logOffset")
+			})
+			if said != (q.Lines != nil) {
+				t.Errorf("%s: notes %q for %d lines: want a note on bar's lines only for a lines tail", where, out.Notes, q.tailLines())
+			}
 		}
 		var cli strings.Builder
 		if err := te.e.CopyLog(t.Context(), snap, "seq", 20, &cli); err != nil || cli.String() != last20.String() {

@@ -174,11 +174,7 @@ func logWhat(l tasks.LogSlice, lq tasks.LogQuery) string {
 	}
 	lines := ""
 	if lq.Lines != nil {
-		n := strings.Count(l.Text, "\n")
-		if !strings.HasSuffix(l.Text, "\n") {
-			n++
-		}
-		lines = fit.Plural(n, "line") + ", "
+		lines = fit.Plural(tasks.LineCount(l.Text), "line") + ", "
 	}
 	if l.Offset == 0 {
 		return fmt.Sprintf("all %s%d bytes", lines, l.Size)
