@@ -11,6 +11,7 @@ package protocol
 // retry rather than wait on a queue it cannot see.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,7 +31,7 @@ func (s *Session) dispatch(m rpcMessage, id string, params map[string]json.RawMe
 	_ = json.Unmarshal(params["name"], &name)
 	wait := s.cfg.MayWait(name, members(params["arguments"]))
 	meta := members(params["_meta"])
-	token, _ := jsonKey(meta["progressToken"])
+	token, _ := tokenKey(meta["progressToken"])
 
 	s.mu.Lock()
 	if s.stopping {
@@ -44,8 +45,9 @@ func (s *Session) dispatch(m rpcMessage, id string, params map[string]json.RawMe
 		return
 	}
 	ctx, cancel := context.WithCancel(s.callCtx)
-	c := &call{token: token, task: s.cfg.Tasks != nil && name == s.cfg.Tasks.Tool && s.declaresLocked(meta), tool: true, wait: wait, cancel: cancel}
+	c := &call{id: m.ID, token: token, task: s.cfg.Tasks != nil && name == s.cfg.Tasks.Tool && s.declaresLocked(meta), tool: true, wait: wait, cancel: cancel}
 	s.trackLocked(id, c)
+	line = withID(line, s.nextWireLocked()) // mcp-go would change some ids (ids.go)
 	s.running++
 	if wait {
 		s.waiting++
@@ -56,7 +58,7 @@ func (s *Session) dispatch(m rpcMessage, id string, params map[string]json.RawMe
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
-		s.finish(id, c, s.serve(ctx, m.ID, line))
+		s.finish(id, c, s.serve(ctx, line))
 	}()
 }
 
@@ -72,19 +74,21 @@ func (s *Session) busyLocked(wait bool) string {
 	return ""
 }
 
-// serve runs one tools/call through mcp-go and returns the response to write.
-func (s *Session) serve(ctx context.Context, id json.RawMessage, line []byte) (resp any) {
+// serve runs one tools/call through mcp-go and returns the response to write, whose id
+// finish puts back.
+func (s *Session) serve(ctx context.Context, line []byte) (resp any) {
 	defer func() {
 		// mcp-go recovers a panicking tool handler (WithRecovery); this is for the rest.
 		if r := recover(); r != nil {
 			s.log.Error("tools/call panicked", "panic", r)
-			resp = response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("internal error: %v", r)}}
+			resp = response{JSONRPC: "2.0", Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf("internal error: %v", r)}}
 		}
 	}()
 	return s.cfg.MCP.HandleMessage(ctx, line)
 }
 
-// finish writes a call's response, unless the client cancelled the call.
+// finish writes a call's response, with the client's id, unless the client cancelled the
+// call.
 func (s *Session) finish(id string, c *call, resp any) {
 	s.mu.Lock()
 	cancelled := c.cancelled
@@ -94,9 +98,12 @@ func (s *Session) finish(id string, c *call, resp any) {
 		b, err := json.Marshal(resp)
 		if err != nil {
 			s.log.Error("tools/call: cannot encode the response", "err", err)
-			b, _ = json.Marshal(response{JSONRPC: "2.0", ID: rawID(id), Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: "cannot encode the response: " + err.Error()}})
+			b = encodeResponse(nil, nil, &rpcError{Code: mcp.INTERNAL_ERROR, Message: "cannot encode the response: " + err.Error()})
 		}
-		line = append(b, '\n')
+		line = restoreID(bytes.TrimSuffix(b, []byte("\n")), c.id, "tools/call")
+		if len(line) == 0 || line[len(line)-1] != '\n' {
+			line = append(line, '\n')
+		}
 		if c.task {
 			line = s.asTask(line)
 		}
@@ -129,6 +136,3 @@ func (s *Session) write(id string, c *call, line []byte) {
 		s.log.Warn("write response", "err", err)
 	}
 }
-
-// rawID is a request id back from its jsonKey form.
-func rawID(key string) json.RawMessage { return json.RawMessage(key) }

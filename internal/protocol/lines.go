@@ -105,7 +105,7 @@ func peekRequest(prefix []byte) (id json.RawMessage, method string) {
 		}
 		switch key {
 		case "id":
-			if _, ok := jsonKey(raw); ok {
+			if _, ok := idKey(raw); ok {
 				id = raw
 			}
 		case "method":

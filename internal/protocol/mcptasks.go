@@ -97,11 +97,7 @@ func (s *Session) asTask(line []byte) []byte {
 		return line
 	}
 	t.ResultType, t.Meta = "task", res.Meta
-	b, err := json.Marshal(response{JSONRPC: "2.0", ID: m.ID, Result: t})
-	if err != nil {
-		return line
-	}
-	return append(b, '\n')
+	return encodeResponse(m.ID, t, nil)
 }
 
 // handle answers tasks/get, tasks/update and tasks/cancel. ctx is the request's own (see

@@ -11,9 +11,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -28,7 +30,18 @@ import (
 //
 //   - Before initialize, only initialize and ping are served; any other request gets a
 //     JSON-RPC error (-32600). A request of the 2026-07-28 revision, which carries its
-//     protocol version in _meta and needs no handshake, is served.
+//     protocol version in _meta and needs no handshake, is served. A second initialize on
+//     the connection is refused (-32600) and changes nothing; one that failed may be sent
+//     again. Revision 2025-03-26 is not negotiated: its batches are not taken, so a client
+//     asking for it (or for no version) is offered 2025-06-18 (ids.go).
+//   - Ids are the client's, byte for byte: mcp-go decodes an id into a float64 or an
+//     int64, which changes an integer past 2^53 and respells 1.0 or 1e3, so every request
+//     reaches it with an id of the session's own (a wire id), and its response goes back
+//     with the id the client sent (ids.go). A request whose id is null, or neither a
+//     string nor a number, is refused (-32600, id null).
+//   - params that are not an object, and a tools/call whose arguments are not one, are
+//     refused as invalid params (-32602), as is a request whose params mcp-go cannot
+//     decode (it says -32600).
 //   - tools/call requests are run here, each on its own goroutine, through mcp-go's
 //     MCPServer.HandleMessage (dispatch.go), never on mcp-go's worker pool: there a call
 //     that waits holds one of at most 100 workers, quick calls queue behind waits, and once
@@ -101,12 +114,20 @@ type rpcMessage struct {
 	Result json.RawMessage `json:"result"`
 }
 
+// ErrShuttingDown is the cause (context.Cause) of the context of every request the
+// session runs once the server shuts down: its input ended, or ServeStdio's context was
+// cancelled (a signal). Such a request is still answered, and a tool tells a call cut
+// short by the shutdown from a failure by this cause.
+var ErrShuttingDown = errors.New("the server is shutting down")
+
 // call is a request not answered yet that the session must remember: a request it runs (a
 // tools/call, or with the Tasks extension a tasks/get, tasks/update or tasks/cancel), or a
-// request for mcp-go that carries a progress token.
+// request it handed on to mcp-go (wire is set).
 type call struct {
-	token string // its progress token (jsonKey), "" for none
-	task  bool   // a call of the tasks tool that declared the extension: answer with a task
+	id    json.RawMessage // the id as the client sent it
+	token string          // its progress token (tokenKey), "" for none
+	wire  json.RawMessage // of a request handed on to mcp-go: the id mcp-go knows it by
+	task  bool            // a call of the tasks tool that declared the extension: answer with a task
 
 	// Of a request the session runs (cancel is set):
 	cancel    context.CancelFunc // ends it: notifications/cancelled, or the end of input
@@ -125,11 +146,13 @@ type Session struct {
 
 	// callCtx is what the requests the session runs derive from: mcp-go's context with
 	// its client session (progress notifications go through it), set by bindSession.
-	// cancelCalls ends them all: the end of input ends them at once, whatever they wait
-	// for (the store's open, with another process holding its lock, can take many
-	// busy timeouts).
+	// cancelCalls ends them all, with the cause ErrShuttingDown: the end of input ends
+	// them at once, whatever they wait for (the store's open, with another process holding
+	// its lock, can take many busy timeouts), and so does the end of the context they
+	// come from (unwatch stops that watch).
 	callCtx     context.Context
-	cancelCalls context.CancelFunc
+	cancelCalls context.CancelCauseFunc
+	unwatch     func() bool
 
 	// wmu serialises writes to out with the decisions that go with them (is the call
 	// answered, is this progress late), so lines reach the wire in the order decided. It
@@ -139,16 +162,19 @@ type Session struct {
 	out     io.Writer
 	partial []byte // the start of a line mcp-go has not finished writing; under wmu
 
-	mu          sync.Mutex       // guards what follows
-	calls       map[string]*call // by request id (jsonKey)
-	tokens      map[string]int   // progress tokens of unanswered requests
-	initialized bool             // an initialize request has come
-	declared    bool             // initialize declared the Tasks extension: for the whole session
-	running     int              // tools/calls in flight
-	waiting     int              // of which may wait
-	stopping    bool             // the input ended or the transport is returning: start nothing new
-	closed      bool             // the transport has returned: write nothing
-	listID      string           // a tools/list not answered yet: its answer calls Config.Listed
+	mu          sync.Mutex            // guards what follows
+	calls       map[string]*call      // by request id (idKey)
+	tokens      map[string]int        // progress tokens of unanswered requests
+	wired       map[string]*forwarded // requests handed on to mcp-go, by wire id (idKey)
+	lastWire    int64                 // the last wire id given
+	initialized bool                  // an initialize request has come (and has not failed)
+	version     string                // the protocol version initialize negotiated
+	declared    bool                  // initialize declared the Tasks extension: for the whole session
+	running     int                   // tools/calls in flight
+	waiting     int                   // of which may wait
+	stopping    bool                  // the input ended or the transport is returning: start nothing new
+	closed      bool                  // the transport has returned: write nothing
+	listID      string                // a tools/list not answered yet: its answer calls Config.Listed
 
 	wg sync.WaitGroup // the requests the session answers itself (Add under mu, while !stopping)
 }
@@ -169,8 +195,8 @@ func New(ctx context.Context, cfg Config, out io.Writer) *Session {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Session{cfg: cfg, log: cfg.Logger, ctx: ctx, out: out, calls: map[string]*call{}, tokens: map[string]int{}}
-	s.callCtx, s.cancelCalls = context.WithCancel(ctx)
+	s := &Session{cfg: cfg, log: cfg.Logger, ctx: ctx, out: out, calls: map[string]*call{}, tokens: map[string]int{}, wired: map[string]*forwarded{}}
+	s.deriveCallsLocked(ctx)
 	return s
 }
 
@@ -178,9 +204,18 @@ func New(ctx context.Context, cfg Config, out io.Writer) *Session {
 // context for the client's session, through which their notifications go.
 func (s *Session) bindSession(sessionCtx context.Context) {
 	s.mu.Lock()
-	s.cancelCalls()
-	s.callCtx, s.cancelCalls = context.WithCancel(sessionCtx)
+	s.unwatch()
+	s.cancelCalls(ErrShuttingDown)
+	s.deriveCallsLocked(sessionCtx)
 	s.mu.Unlock()
+}
+
+// deriveCallsLocked makes callCtx carry parent's values, and end when parent does with
+// the cause ErrShuttingDown rather than parent's own (a signal's context.Canceled).
+func (s *Session) deriveCallsLocked(parent context.Context) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	s.callCtx, s.cancelCalls = ctx, cancel
+	s.unwatch = context.AfterFunc(parent, func() { cancel(ErrShuttingDown) })
 }
 
 // InFlight reports the tool calls the session runs, and how many of them may wait.
@@ -209,65 +244,113 @@ func (s *Session) stopCalls() {
 	s.stopping = true
 	cancel := s.cancelCalls
 	s.mu.Unlock()
-	cancel()
+	cancel(ErrShuttingDown)
 	s.wg.Wait()
 }
 
-// Handle does what one client message asks of the session and reports whether mcp-go must
-// see it too (the transport then hands it on). It never waits for a call to finish.
-func (s *Session) Handle(line []byte) bool {
+// Handle does what one client message asks of the session and returns what mcp-go must
+// see of it, which the transport hands on, or nil. It never waits for a call to finish.
+func (s *Session) Handle(line []byte) []byte {
 	var m rpcMessage
-	if json.Unmarshal(line, &m) != nil || m.Method == "" {
-		return true // mcp-go answers what does not parse; responses to its requests pass
+	if json.Unmarshal(line, &m) != nil || m.Method == "" || len(m.Result) > 0 {
+		return line // mcp-go answers what does not parse; responses to its requests pass
 	}
 	params := members(m.Params)
-	id, isRequest := jsonKey(m.ID)
-	if !isRequest && len(m.ID) > 0 && string(m.ID) != "null" {
+	id, isRequest := idKey(m.ID)
+	if !isRequest {
+		switch {
+		case len(m.ID) == 0 || string(m.ID) == "null" && strings.HasPrefix(m.Method, "notifications/"):
+			// A notification has no id; one sent with a null id is still taken as one
+			// (mcp-go does too), not answered: nothing would read the answer.
+			return s.notification(m.Method, params, line)
+		case string(m.ID) == "null":
+			s.reply(nil, nil, &rpcError{Code: mcp.INVALID_REQUEST, Message: fmt.Sprintf(
+				"%s: the id is null: a request's id must be a string or a number (MCP forbids null ids; a notification has no id member)", quote.Short(m.Method))})
+			return nil
+		}
 		// mcp-go would run a tools/call with such an id on its own worker pool, where a
 		// wait could hold up its reader, and ours behind it.
 		s.reply(nil, nil, &rpcError{Code: mcp.INVALID_REQUEST, Message: fmt.Sprintf("%s: the id must be a string or a number", quote.Short(m.Method))})
-		return false
+		return nil
 	}
-	if !isRequest {
-		if m.Method == "notifications/cancelled" {
-			s.cancelled(params)
-		}
-		return true // mcp-go cancels its own requests, notes notifications/initialized
+	if rerr := checkParams(m.Method, m.Params, params); rerr != nil {
+		s.reply(m.ID, nil, rerr)
+		return nil
 	}
 	if rerr := s.admit(m.Method, params); rerr != nil {
 		s.reply(m.ID, nil, rerr)
-		return false
+		return nil
 	}
 	switch {
 	case m.Method == "tools/call":
 		s.dispatch(m, id, params, line)
-		return false
+		return nil
 	case s.cfg.Tasks != nil && (m.Method == "tasks/get" || m.Method == "tasks/update" || m.Method == "tasks/cancel"):
 		// (tasks/list and tasks/result, of the older revision, go on to mcp-go, which refuses them.)
 		s.goAnswer(id, func(ctx context.Context) (any, *rpcError) { return s.handle(ctx, m.Method, m.Params) }, m.ID)
-		return false
+		return nil
+	case m.Method == "initialize" && !statelessRequest(params):
+		line = offerVersion(line, params)
 	}
-	meta := members(params["_meta"])
-	if token, ok := jsonKey(meta["progressToken"]); ok {
-		s.mu.Lock()
-		s.trackLocked(id, &call{token: token})
-		s.mu.Unlock()
-	}
-	if m.Method == "tools/list" {
-		s.mu.Lock()
-		s.listID = id
-		s.mu.Unlock()
-	}
-	return true
+	token, _ := tokenKey(members(params["_meta"])["progressToken"])
+	return s.forward(id, &call{id: m.ID, token: token}, m.Method, line)
 }
 
-// admit refuses a request that comes too early: before initialize, only initialize and
-// ping are served (the spec's lifecycle), unless the request is of the 2026-07-28
-// revision, which needs no handshake.
+// notification handles a notification and returns what mcp-go must see of it. A
+// notifications/cancelled ends the request it names: one the session runs now, and it
+// gets no response; one mcp-go answers is cancelled there by its wire id, and its response
+// is dropped. mcp-go never sees a client's request id, so it sees no other cancellation.
+func (s *Session) notification(method string, params map[string]json.RawMessage, line []byte) []byte {
+	if method != "notifications/cancelled" {
+		return line // mcp-go notes notifications/initialized
+	}
+	id, ok := idKey(params["requestId"])
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.calls[id]
+	switch {
+	case c == nil:
+		return nil
+	case c.wire != nil:
+		f := s.wired[wireKey(c.wire)]
+		if f == nil || f.method == "initialize" { // the spec: initialize is never cancelled
+			return nil
+		}
+		f.cancelled = true
+		s.answeredLocked(id)
+		params["requestId"] = c.wire
+		b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+		if err != nil {
+			return nil
+		}
+		return b
+	case c.cancel != nil:
+		s.answeredLocked(id)
+		c.cancelled = true
+		c.cancel()
+	}
+	return nil
+}
+
+// admit refuses a request that comes too early or too late: before initialize, only
+// initialize and ping are served (the spec's lifecycle), unless the request is of the
+// 2026-07-28 revision, which needs no handshake; once initialize has come, another is
+// refused, so the negotiated version cannot change under the client.
 func (s *Session) admit(method string, params map[string]json.RawMessage) *rpcError {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if method == "initialize" {
+	if method == "initialize" && !statelessRequest(params) {
+		if s.initialized {
+			version := ""
+			if s.version != "" {
+				version = " (protocol version " + s.version + ")"
+			}
+			return &rpcError{Code: mcp.INVALID_REQUEST, Message: "initialize: this connection is already initialized" + version +
+				"; a second initialize is refused and changes nothing (to negotiate again, start a new connection)"}
+		}
 		s.initialized = true
 		// A client declares an extension once, in initialize's capabilities.extensions, and
 		// may repeat it in a request's _meta: either holds (declaresLocked).
@@ -290,21 +373,6 @@ func statelessRequest(params map[string]json.RawMessage) bool {
 	return mcp.IsModernProtocol(version)
 }
 
-// cancelled handles notifications/cancelled: a call the session runs is ended now and will
-// get no response; progress of the request stops either way.
-func (s *Session) cancelled(params map[string]json.RawMessage) {
-	id, ok := jsonKey(params["requestId"])
-	if !ok {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.answeredLocked(id); ok && c.cancel != nil {
-		c.cancelled = true
-		c.cancel()
-	}
-}
-
 // goAnswer answers the request id (rawID as the client sent it) on a goroutine the session
 // waits for, unless it is stopping. Like a tools/call, answer runs in a context of its
 // own under callCtx: the end of input ends it (it is answered, then the transport returns), and
@@ -316,18 +384,14 @@ func (s *Session) goAnswer(id string, answer func(context.Context) (any, *rpcErr
 		return
 	}
 	ctx, cancel := context.WithCancel(s.callCtx)
-	c := &call{cancel: cancel}
+	c := &call{id: rawID, cancel: cancel}
 	s.trackLocked(id, c)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
 		result, rerr := answer(ctx)
-		b, err := json.Marshal(response{JSONRPC: "2.0", ID: rawID, Result: result, Error: rerr})
-		if err != nil {
-			b, _ = json.Marshal(response{JSONRPC: "2.0", ID: rawID, Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: err.Error()}})
-		}
-		s.write(id, c, append(b, '\n'))
+		s.write(id, c, encodeResponse(rawID, result, rerr))
 	}()
 }
 
@@ -376,12 +440,11 @@ func (s *Session) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		if line := s.filterLocked(s.partial[:i+1]); line != nil {
+		line, list := s.filterLocked(s.partial[:i+1])
+		if line != nil {
 			lines = append(lines, line)
-			if s.listID != "" && answers(line, s.listID) {
-				s.listID, listed = "", true
-			}
 		}
+		listed = listed || list
 		s.partial = s.partial[i+1:]
 	}
 	s.mu.Unlock()
@@ -397,47 +460,46 @@ func (s *Session) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// answers reports whether line is the response to the request id (a jsonKey).
-func answers(line []byte, id string) bool {
-	var m rpcMessage
-	if json.Unmarshal(line, &m) != nil || m.Method != "" {
-		return false
-	}
-	got, ok := jsonKey(m.ID)
-	return ok && got == id
-}
-
-// filterLocked is what becomes of a line mcp-go writes: itself, or nil.
-func (s *Session) filterLocked(line []byte) []byte {
-	if len(s.calls) == 0 && !bytes.Contains(line, progressMethod) {
-		return line // the usual case: nothing to look at
-	}
+// filterLocked is what becomes of a line mcp-go writes: itself, the response to a request
+// handed on to it with the client's id back, or nil; and whether it answers a tools/list.
+func (s *Session) filterLocked(line []byte) (out []byte, listed bool) {
 	var m rpcMessage
 	if json.Unmarshal(line, &m) != nil {
-		return line
+		return line, false
 	}
 	if m.Method == "notifications/progress" {
-		if token, _ := jsonKey(members(m.Params)["progressToken"]); s.tokens[token] == 0 {
+		if token, _ := tokenKey(members(m.Params)["progressToken"]); s.tokens[token] == 0 {
 			s.log.Debug("dropped a progress notification of an answered request", "progressToken", token)
-			return nil
+			return nil, false
 		}
-		return line
+		return line, false
 	}
-	if id, ok := jsonKey(m.ID); ok && m.Method == "" {
-		if c := s.calls[id]; c != nil && c.cancel == nil {
-			s.answeredLocked(id)
+	f := s.wired[wireKey(m.ID)]
+	if m.Method != "" || f == nil {
+		return line, false
+	}
+	delete(s.wired, wireKey(m.ID))
+	if s.calls[f.key] == f.c {
+		s.answeredLocked(f.key)
+	}
+	if f.cancelled {
+		return nil, false // the spec: a cancelled request gets no response
+	}
+	if f.method == "initialize" {
+		var res struct {
+			ProtocolVersion string `json:"protocolVersion"`
 		}
+		if json.Unmarshal(m.Result, &res) != nil || res.ProtocolVersion == "" {
+			s.initialized, s.declared = false, false // it failed: the client may try again
+		}
+		s.version = res.ProtocolVersion
 	}
-	return line
+	return restoreID(line, f.c.id, f.method), f.method == "tools/list"
 }
 
 // reply writes the session's answer to a request.
 func (s *Session) reply(id json.RawMessage, result any, rerr *rpcError) {
-	b, err := json.Marshal(response{JSONRPC: "2.0", ID: id, Result: result, Error: rerr})
-	if err != nil {
-		b, _ = json.Marshal(response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: err.Error()}})
-	}
-	s.writeLine(append(b, '\n'))
+	s.writeLine(encodeResponse(id, result, rerr))
 }
 
 // writeLine writes one whole line to the client, unless the transport has returned.
@@ -462,21 +524,6 @@ func members(raw json.RawMessage) map[string]json.RawMessage {
 		return nil
 	}
 	return m
-}
-
-// jsonKey is a request id or progress token (a string or a number) as a map key: the same
-// for the client's spelling and mcp-go's (5, 5.0 and 5e0 are one id).
-func jsonKey(raw json.RawMessage) (string, bool) {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return "", false
-	}
-	switch v.(type) {
-	case string, float64:
-		b, err := json.Marshal(v)
-		return string(b), err == nil
-	}
-	return "", false
 }
 
 func invalidParams(format string, args ...any) *rpcError {

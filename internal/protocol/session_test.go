@@ -39,7 +39,7 @@ func TestFacade_DeclaresTasks(t *testing.T) {
 	}
 }
 
-func TestFacade_JSONKey(t *testing.T) {
+func TestFacade_TokenKey(t *testing.T) {
 	for _, tc := range []struct {
 		raw  string
 		want string
@@ -48,8 +48,63 @@ func TestFacade_JSONKey(t *testing.T) {
 		{`5`, `5`, true}, {`5.0`, `5`, true}, {`5e0`, `5`, true}, {`"5"`, `"5"`, true},
 		{`"tok"`, `"tok"`, true}, {`null`, ``, false}, {``, ``, false}, {`{}`, ``, false}, {`[1]`, ``, false}, {`true`, ``, false},
 	} {
-		if got, ok := jsonKey(json.RawMessage(tc.raw)); got != tc.want || ok != tc.ok {
-			t.Errorf("jsonKey(%s) = %q, %v, want %q, %v", tc.raw, got, ok, tc.want, tc.ok)
+		if got, ok := tokenKey(json.RawMessage(tc.raw)); got != tc.want || ok != tc.ok {
+			t.Errorf("tokenKey(%s) = %q, %v, want %q, %v", tc.raw, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// Ids are keyed by value, exactly: one number's spellings are one id, two numbers one
+// float64 apart are two, and a string is never a number.
+func TestFacade_IDKey(t *testing.T) {
+	same := [][]string{
+		{`5`, `5.0`, `5e0`, `0.5e1`, `50E-1`},
+		{`9007199254740993`, `9007199254740993.0`},
+		{`-0`, `0`},
+		{`"5"`, `"\u0035"`},
+	}
+	var keys []string
+	for _, group := range same {
+		first, ok := idKey(json.RawMessage(group[0]))
+		if !ok {
+			t.Fatalf("idKey(%s) refused it", group[0])
+		}
+		for _, raw := range group[1:] {
+			if got, _ := idKey(json.RawMessage(raw)); got != first {
+				t.Errorf("idKey(%s) = %q, want %q, the key of %s", raw, got, first, group[0])
+			}
+		}
+		keys = append(keys, first)
+	}
+	k, _ := idKey(json.RawMessage(`9007199254740992`))
+	keys = append(keys, k)
+	slices.Sort(keys)
+	if len(slices.Compact(keys)) != len(same)+1 {
+		t.Errorf("distinct ids share a key: %q", keys)
+	}
+	for _, raw := range []string{`null`, ``, `{}`, `[1]`, `true`, `-`, `"x`} {
+		if got, ok := idKey(json.RawMessage(raw)); ok {
+			t.Errorf("idKey(%s) = %q, want it refused", raw, got)
+		}
+	}
+	// A huge exponent is keyed by its spelling, not computed.
+	if got, ok := idKey(json.RawMessage(`1e999999999`)); !ok || got != "n1e999999999" {
+		t.Errorf("idKey(1e999999999) = %q, %v", got, ok)
+	}
+}
+
+// withID replaces the id's value, and only it, byte for byte, wherever it is.
+func TestFacade_WithID(t *testing.T) {
+	for _, tc := range []struct{ in, id, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `7`, `{"jsonrpc":"2.0","id":7,"method":"ping"}`},
+		{`{"method":"ping", "id" : "a\u00e9<" ,"params":{"id":3}}` + "\n", `12`, `{"method":"ping", "id" : 12 ,"params":{"id":3}}` + "\n"},
+		{`{"id":1,"ID":2}`, `9007199254740993`, `{"id":1,"ID":9007199254740993}`},
+		{`{"result":{},"id":9}`, `1.0e3`, `{"result":{},"id":1.0e3}`},
+		{`{"method":"x"}`, `1`, `{"method":"x"}`},
+		{`[1]`, `1`, `[1]`},
+	} {
+		if got := string(withID([]byte(tc.in), json.RawMessage(tc.id))); got != tc.want {
+			t.Errorf("withID(%s, %s) = %s, want %s", tc.in, tc.id, got, tc.want)
 		}
 	}
 }
@@ -71,21 +126,31 @@ func progressLine(token string) string {
 func TestFacade_DropsLateProgress(t *testing.T) {
 	var out bytes.Buffer
 	f := New(t.Context(), Config{MCP: server.NewMCPServer("t", "1")}, &out)
-	f.Handle([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
+	var wire struct{ ID json.RawMessage }
+	if err := json.Unmarshal(f.Handle([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`)), &wire); err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, `{"jsonrpc":"2.0","id":`+string(wire.ID)+`,"result":{"protocolVersion":"2025-06-18"}}`+"\n")
+	if got := lines(t, &out); len(got) != 1 || got[0]["id"] != 0.0 {
+		t.Fatalf("after initialize: wrote %v, want its response, with the client's id", got)
+	}
 
 	// A request mcp-go answers, and two tools/calls the session runs.
-	if !f.Handle([]byte(`{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"x","_meta":{"progressToken":"tok"}}}` + "\n")) {
-		t.Fatal("Handle kept a request for mcp-go")
+	forwarded := f.Handle([]byte(`{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"x","_meta":{"progressToken":"tok"}}}` + "\n"))
+	if json.Unmarshal(forwarded, &wire) != nil || len(wire.ID) == 0 {
+		t.Fatalf("Handle handed on %q, want the request for mcp-go", forwarded)
 	}
 	toolCall := func(id, token string) *call {
-		c := &call{token: token, tool: true, cancel: func() {}}
+		c := &call{id: json.RawMessage(id), token: token, tool: true, cancel: func() {}}
+		key, _ := idKey(c.id)
 		f.mu.Lock()
-		f.trackLocked(id, c)
+		f.trackLocked(key, c)
 		f.running++
 		f.mu.Unlock()
 		return c
 	}
 	x := toolCall(`"x"`, "42")
+	xKey, _ := idKey(x.id)
 	write(t, f, progressLine(`"tok"`))
 	write(t, f, progressLine(`42.0`))
 	write(t, f, progressLine(`"unknown"`))
@@ -93,7 +158,7 @@ func TestFacade_DropsLateProgress(t *testing.T) {
 		t.Fatalf("while waiting: wrote %v, want the two progress notifications of live requests", got)
 	}
 
-	response := `{"jsonrpc":"2.0","id":7,"result":{"contents":[{"uri":"x","text":"notifications/progress"}]}}` + "\n"
+	response := `{"jsonrpc":"2.0","id":` + string(wire.ID) + `,"result":{"contents":[{"uri":"x","text":"notifications/progress"}]}}` + "\n"
 	write(t, f, response[:20])
 	write(t, f, response[20:]+progressLine(`"tok"`)[:10])
 	write(t, f, progressLine(`"tok"`)[10:])
@@ -103,7 +168,7 @@ func TestFacade_DropsLateProgress(t *testing.T) {
 		t.Fatalf("after the response to 7: wrote %v, want the response and the progress of \"x\" only", got)
 	}
 
-	f.finish(`"x"`, x, toolResponse(`"x"`))
+	f.finish(xKey, x, toolResponse(`"x"`))
 	write(t, f, progressLine(`42`))
 	if got := lines(t, &out); len(got) != 1 || got[0]["id"] != "x" {
 		t.Fatalf("after the response to \"x\": wrote %v, want the response alone", got)
@@ -112,7 +177,8 @@ func TestFacade_DropsLateProgress(t *testing.T) {
 	y := toolCall(`"y"`, `"t2"`)
 	f.Handle([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"y"}}`))
 	write(t, f, progressLine(`"t2"`))
-	f.finish(`"y"`, y, toolResponse(`"y"`))
+	yKey, _ := idKey(y.id)
+	f.finish(yKey, y, toolResponse(`"y"`))
 	if got := lines(t, &out); len(got) != 0 {
 		t.Fatalf("after notifications/cancelled: wrote %v, want nothing (no progress, no response)", got)
 	}

@@ -28,6 +28,7 @@ func ServeStdio(ctx context.Context, s *Session, in io.Reader) error {
 	// mcp-go registers its stdio session, then calls the context func: the session starts
 	// reading there, so the tool calls it runs carry that session.
 	stdio.SetContextFunc(func(sessionCtx context.Context) context.Context {
+		sessionCtx = server.WithSupportedProtocolVersions(sessionCtx, Versions) // server/discover lists them
 		s.bindSession(sessionCtx)
 		go readStdio(s, in, pw)
 		return sessionCtx
@@ -57,12 +58,14 @@ func readStdio(s *Session, in io.Reader, w *io.PipeWriter) {
 			s.refuseLong(long)
 			continue
 		}
-		if len(bytes.TrimSpace(line)) > 0 && s.Handle(line) {
-			if line[len(line)-1] != '\n' {
-				line = append(line, '\n') // mcp-go drops a line without one
-			}
-			if _, werr := w.Write(line); werr != nil {
-				return // mcp-go stopped reading
+		if len(bytes.TrimSpace(line)) > 0 {
+			if line = s.Handle(line); len(line) > 0 {
+				if line[len(line)-1] != '\n' {
+					line = append(line, '\n') // mcp-go drops a line without one
+				}
+				if _, werr := w.Write(line); werr != nil {
+					return // mcp-go stopped reading
+				}
 			}
 		}
 		if err != nil {

@@ -22,9 +22,11 @@ func TestFacade_TaskResponse(t *testing.T) {
 	var out bytes.Buffer
 	on := s.newSession(t.Context(), &out)
 	off := (&Server{cfg: Config{}, log: s.log, tasks: s.tasks, mcp: s.mcp}).newSession(t.Context(), &out)
+	// Each session is initialized once: a second initialize is refused.
+	on.Handle([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
+	off.Handle([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
 	run := func(f *protocol.Session, meta string, tasks string) map[string]any {
 		t.Helper()
-		f.Handle([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
 		f.Handle([]byte(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"tasks_run","arguments":{"tasks":` + tasks + `},"_meta":` + meta + `}}`))
 		f.Wait()
 		got := lines(t, &out)
@@ -106,7 +108,7 @@ func TestFacade_Methods(t *testing.T) {
 		code                 int
 		message              string
 	}{
-		{"NotAnObject", "tasks/get", `[1]`, -32602, "tasks/get: params must be an object with a taskId"},
+		{"NotAnObject", "tasks/get", `[1]`, -32602, "tasks/get: params must be an object"},
 		{"NoParams", "tasks/get", ``, -32602, "tasks/get: params must be an object with a taskId"},
 		{"NotDeclared", "tasks/get", `{"taskId":"x"}`, -32021, "Missing required client capability: tasks/get needs the io.modelcontextprotocol/tasks extension"},
 		{"DeclaredWrong", "tasks/cancel", `{"taskId":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":true}}}}`, -32021, "Missing required client capability: tasks/cancel"},

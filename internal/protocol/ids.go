@@ -1,0 +1,254 @@
+package protocol
+
+// This file owns what the session changes in the messages it hands on to mcp-go, and back:
+// request ids, params that do not fit their method, and the protocol version initialize
+// negotiates.
+//
+// Ids: JSON-RPC ids are the client's, to be echoed as sent. mcp-go decodes an id into an
+// int64 or a float64 and writes that back: 9007199254740993 returns as
+// 9007199254740992, 1.0 as 1, 1e3 as 1000. So mcp-go never sees a client's id: each
+// request reaches it with a wire id, a small integer the session gives (it survives any
+// decoding), and the response gets the client's id back, spliced in byte for byte.
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Versions are the protocol revisions the session speaks, newest first: mcp-go's, less
+// 2025-03-26, whose JSON-RPC batches the session does not take. server/discover lists
+// them.
+var Versions = slices.DeleteFunc(slices.Clone(mcp.ValidProtocolVersions), func(v string) bool {
+	return v == mcp.ProtocolVersion20250326
+})
+
+// offeredInstead is the revision initialize offers a client that asks for 2025-03-26 (or
+// for none, which mcp-go takes as 2025-03-26): the next one, which is 2025-03-26 without
+// batches.
+const offeredInstead = mcp.ProtocolVersion20250618
+
+// forwarded is a request handed on to mcp-go, until its response is written.
+type forwarded struct {
+	c         *call  // its call (c.id is the client's id, c.wire mcp-go's)
+	key       string // the client's id (idKey), under which the session tracks c
+	method    string
+	cancelled bool // the client cancelled it: its response is dropped
+}
+
+// forward records a request the session hands on to mcp-go, by the client's id key and
+// its call c, and returns its line with a wire id instead of the client's.
+func (s *Session) forward(key string, c *call, method string, line []byte) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.wire = s.nextWireLocked()
+	s.trackLocked(key, c)
+	s.wired[wireKey(c.wire)] = &forwarded{c: c, key: key, method: method}
+	return withID(line, c.wire)
+}
+
+// nextWireLocked gives the next wire id.
+func (s *Session) nextWireLocked() json.RawMessage {
+	s.lastWire++
+	return strconv.AppendInt(nil, s.lastWire, 10)
+}
+
+// wireKey is the key of a wire id as mcp-go writes it back; "" for anything else.
+func wireKey(raw json.RawMessage) string {
+	key, _ := idKey(raw)
+	return key
+}
+
+// withID returns msg, a JSON object, with the value of its id member replaced by id, byte
+// for byte; msg as it is when it has none. Like encoding/json, which decodes the message
+// on both sides, it takes a member name in any case ("ID") and, of several, the last.
+func withID(msg []byte, id json.RawMessage) []byte {
+	dec := json.NewDecoder(bytes.NewReader(msg))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return msg
+	}
+	start, end := -1, -1
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return msg
+		}
+		name, _ := t.(string)
+		var value json.RawMessage
+		if dec.Decode(&value) != nil {
+			return msg
+		}
+		if strings.EqualFold(name, "id") {
+			end = int(dec.InputOffset())
+			start = end - len(value)
+		}
+	}
+	if start < 0 {
+		return msg
+	}
+	out := make([]byte, 0, len(msg)-(end-start)+len(id))
+	out = append(append(append(out, msg[:start]...), id...), msg[end:]...)
+	return out
+}
+
+// restoreID is mcp-go's response line to a request of method as the client must read
+// it: with the client's id, and with a failure to decode the request's params, which
+// mcp-go answers as an invalid request, answered as invalid params.
+func restoreID(line []byte, id json.RawMessage, method string) []byte {
+	var m struct {
+		Error *rpcError `json:"error"`
+	}
+	if json.Unmarshal(line, &m) == nil && m.Error != nil && m.Error.Code == mcp.INVALID_REQUEST {
+		// server.UnparsableMessageError: the method is known, its params do not decode.
+		if detail, ok := strings.CutPrefix(m.Error.Message, "unparsable "+method+" request: "); ok {
+			return encodeResponse(id, nil, invalidParams("%s: a member of params has the wrong type (%s)", method, detail))
+		}
+	}
+	return withID(line, id)
+}
+
+// encodeResponse is a response line. The id is written as the client sent it: unlike
+// json.Marshal, which escapes <, > and & even in a json.RawMessage, this writes no escape
+// the client did not.
+func encodeResponse(id json.RawMessage, result any, rerr *rpcError) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(response{JSONRPC: "2.0", ID: id, Result: result, Error: rerr}); err != nil {
+		b.Reset()
+		_ = enc.Encode(response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: "cannot encode the response: " + err.Error()}})
+	}
+	return b.Bytes()
+}
+
+// checkParams refuses a request whose params are not an object (MCP's params always are)
+// and a tools/call whose arguments are not one: invalid params, -32602. Absent or null
+// params, or arguments, are taken as none.
+func checkParams(method string, raw json.RawMessage, params map[string]json.RawMessage) *rpcError {
+	if len(raw) > 0 && string(raw) != "null" && params == nil {
+		return invalidParams("%s: params must be an object, not %s", method, kindOf(raw))
+	}
+	if args, ok := params["arguments"]; method == "tools/call" && ok && string(args) != "null" && members(args) == nil {
+		return invalidParams("tools/call: params.arguments must be an object of the tool's arguments by name, not %s", kindOf(args))
+	}
+	return nil
+}
+
+// kindOf names the kind of a JSON value, for a message.
+func kindOf(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "a string"
+	case '[':
+		return "an array"
+	case '{':
+		return "an object"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// offerVersion returns an initialize line that asks for 2025-03-26, or for no version,
+// as one that asks for offeredInstead, so that mcp-go negotiates that (for the session
+// too: it records what it answered). The spec has the server answer with another version
+// it supports when it does not support the client's.
+func offerVersion(line []byte, params map[string]json.RawMessage) []byte {
+	var version string
+	if raw, ok := params["protocolVersion"]; ok && json.Unmarshal(raw, &version) != nil {
+		return line // not a string: mcp-go refuses it (invalid params)
+	}
+	if version != "" && version != mcp.ProtocolVersion20250326 {
+		return line
+	}
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(line, &msg) != nil {
+		return line
+	}
+	for name := range msg {
+		if strings.EqualFold(name, "params") {
+			delete(msg, name)
+		}
+	}
+	params["protocolVersion"] = json.RawMessage(strconv.Quote(offeredInstead))
+	var err error
+	if msg["params"], err = json.Marshal(params); err != nil {
+		return line
+	}
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return line
+	}
+	return out
+}
+
+// idKey is a request id (a string or a number) as a map key. It is exact: ids that are
+// different JSON values have different keys (9007199254740993 is not
+// 9007199254740992), while spellings of one number (5, 5.0, 5e0) are one id, as they are
+// one value.
+func idKey(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "", false
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+		return "s" + s, true
+	case c == '-' || '0' <= c && c <= '9':
+		var n json.Number
+		if json.Unmarshal(raw, &n) != nil {
+			return "", false
+		}
+		return "n" + numberKey(n.String()), true
+	}
+	return "", false
+}
+
+// numberKey is a JSON number's exact value, written one way. A number too long, or with
+// too large an exponent, to be worth the arithmetic keys as it is spelled.
+func numberKey(n string) string {
+	if len(n) > 100 {
+		return n
+	}
+	if i := strings.IndexAny(n, "eE"); i >= 0 {
+		if exp, err := strconv.Atoi(n[i+1:]); err != nil || exp > 400 || exp < -400 {
+			return n
+		}
+	}
+	r, ok := new(big.Rat).SetString(n)
+	if !ok {
+		return n
+	}
+	return r.RatString()
+}
+
+// tokenKey is a progress token (a string or a number) as a map key: the same for the
+// client's spelling and mcp-go's, which writes a token back as the float64 it decoded (5,
+// 5.0 and 5e0 are one token, and so are numbers one float64 apart).
+func tokenKey(raw json.RawMessage) (string, bool) {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return "", false
+	}
+	switch v.(type) {
+	case string, float64:
+		b, err := json.Marshal(v)
+		return string(b), err == nil
+	}
+	return "", false
+}
