@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-harness/mcp-harness/internal/protocol"
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/store"
@@ -29,6 +30,7 @@ const (
 	codeSessionExited       = "SESSION_EXITED"
 	codeBusy                = "BUSY"           // retry later: the server is at a limit of calls in flight, or a shell runs a command
 	codeNoIntegration       = "NO_INTEGRATION" // run needs a shell that reports its prompts
+	codeShuttingDown        = "SHUTTING_DOWN"  // the call was cut short: the server is shutting down
 	codeInternal            = "INTERNAL"
 )
 
@@ -53,6 +55,8 @@ var errorCodes = []struct {
 	code string
 	errs []error
 }{
+	// First: whatever a call cut short by the shutdown ran into on its way out.
+	{codeShuttingDown, []error{protocol.ErrShuttingDown, tasks.ErrClosed, pty.ErrClosed}},
 	{codeBusy, []error{store.ErrBusy}}, // another process holds the database's lock
 	{codeCycle, []error{tasks.ErrCycle}},
 	{codeUnknownDependency, []error{tasks.ErrUnknownDependency}},
@@ -79,12 +83,22 @@ func codeOf(err error) string {
 	return codeInternal
 }
 
+// shutdownCause is err, from a call whose context is ctx, marked as the shutdown's when
+// the call was cut short by it (its context ends with protocol.ErrShuttingDown): the
+// engines return the context's error, which cannot tell a shutdown from a failure.
+func shutdownCause(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), protocol.ErrShuttingDown) && !errors.Is(err, protocol.ErrShuttingDown) {
+		return fmt.Errorf("%w: %w", protocol.ErrShuttingDown, err)
+	}
+	return err
+}
+
 // toolError shapes err as an isError tool result whose text starts with its stable code.
 // Errors the caller cannot fix are logged, since their details belong in our logs.
 func (s *Table) toolError(tool string, err error) *mcp.CallToolResult {
 	code := codeOf(err)
 	switch {
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled), code == codeShuttingDown:
 		// The client cancelled the call (it gets no answer) or the server is shutting
 		// down: nothing failed.
 		s.log.Debug("tool call cancelled", "tool", tool, "err", err)
@@ -114,8 +128,11 @@ func hint(err error) string {
 // model, whose code already says it: both are taken off. An internal error says in words
 // what failed; its detail goes to the log (see toolError), not to the model.
 func errorText(tool, code string, err error) string {
-	if code == codeInternal {
+	switch code {
+	case codeInternal:
 		return internalMessage(tool, err)
+	case codeShuttingDown:
+		return tool + " was cut short: the server is shutting down (its client closed the connection, or it was signalled); call again once it runs again"
 	}
 	msg := err.Error()
 	for {
@@ -147,8 +164,6 @@ func internalMessage(tool string, err error) string {
 		if errors.Is(err, fs.ErrNotExist) {
 			what = "a file in the workspace's state directory is missing"
 		}
-	case errors.Is(err, tasks.ErrClosed), errors.Is(err, pty.ErrClosed):
-		what = "the server is shutting down"
 	case strings.Contains(err.Error(), "database") || strings.Contains(err.Error(), "sqlite"):
 		what = "the workspace database did not answer"
 	default:

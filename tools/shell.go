@@ -93,8 +93,9 @@ type inputWanted struct {
 // readOptions turns the reading arguments into the engine's options, which the engine
 // checks. Only what pty cannot see is decided here: the pattern's syntax, the default
 // timeout for an absent timeoutMs (zero reaches pty as zero, "return what is there now"),
-// and --max-wait. clamped reports that --max-wait cut the requested timeout, so the result
-// can say how to go on waiting.
+// and --max-wait, which bounds the whole wait: the timeout, given or the default, and an
+// idle wait. clamped reports that --max-wait cut one of them, so the result can say how
+// to go on waiting.
 func (s *Table) readOptions(a readArgs) (r pty.ReadOptions, clamped bool, err error) {
 	if len(a.WaitFor) > maxWaitForBytes {
 		return r, false, invalidf("waitFor is %d bytes, at most %d are accepted; match a shorter, distinctive part of the output", len(a.WaitFor), maxWaitForBytes)
@@ -105,17 +106,22 @@ func (s *Table) readOptions(a readArgs) (r pty.ReadOptions, clamped bool, err er
 		}
 	}
 	// Millisecond and byte arguments take any integer: beyond their maximum they are cut
-	// to it (args.go). An idle wait longer than --max-wait could never end a call, so it
-	// is cut silently; a cut timeout is said in the result (clamped); output beyond what a
-	// result can carry (--max-result) is left out in the middle with a marker that says so.
+	// to it (args.go). The timeout ends every wait, so no call waits past --max-wait: an
+	// idle wait longer than that could never end a call, and the default timeout is cut
+	// to it too. A timeout that ends a cut wait says so in the result (clamped); output
+	// beyond what a result can carry (--max-result) is left out in the middle with a
+	// marker that says so.
 	var cut clampNotes
 	if r.Idle, err = cut.ms("idleMs", a.IdleMs, 0, s.cfg.MaxWait, ""); err != nil { // zero: the engine's default for the kind of wait
 		return r, false, err
 	}
-	if r.Timeout, err = cut.ms("timeoutMs", a.TimeoutMs, pty.DefaultTimeout, s.cfg.MaxWait, ""); err != nil {
+	if r.Timeout, err = cut.ms("timeoutMs", a.TimeoutMs, min(pty.DefaultTimeout, s.cfg.MaxWait), s.cfg.MaxWait, ""); err != nil {
 		return r, false, err
 	}
-	clamped = a.TimeoutMs != nil && *a.TimeoutMs > s.cfg.MaxWait.Milliseconds()
+	longest := s.cfg.MaxWait.Milliseconds()
+	clamped = a.TimeoutMs != nil && *a.TimeoutMs > longest ||
+		a.TimeoutMs == nil && pty.DefaultTimeout > s.cfg.MaxWait ||
+		a.IdleMs != nil && *a.IdleMs > longest
 	most := int64(min(pty.MaxReadBytes, s.maxOutput()))
 	mb, err := cut.bytes("maxBytes", a.MaxBytes, min(pty.DefaultMaxBytes, most), 1, most, "")
 	if err != nil {
@@ -178,11 +184,15 @@ func shapeRead(r pty.ReadResult, clamped bool) (readResult, string) {
 	if r.DroppedBytes > 0 {
 		parts = append(parts, fmtBytes(r.DroppedBytes)+" dropped (buffer overflow)")
 	}
+	cut := ""
+	if clamped && r.Reason == pty.ReasonTimeout {
+		cut = "wait cut to the server's --max-wait: "
+	}
 	if r.Command != nil && !r.Command.Done && r.Reason != pty.ReasonInput && !r.Exited {
-		parts = append(parts, "call shell_io with no input to wait for the rest")
+		parts = append(parts, cut+"call shell_io with no input to wait for the rest")
 	} else if r.Reason == pty.ReasonTimeout && !r.Exited {
 		if clamped {
-			parts = append(parts, "wait cut to the server's --max-wait: call shell_io again with no input to keep waiting")
+			parts = append(parts, cut+"call shell_io again with no input to keep waiting")
 		} else {
 			parts = append(parts, "call shell_io with no input to keep waiting")
 		}

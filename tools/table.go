@@ -108,7 +108,7 @@ func (s *Table) openFailure(tool string, err error) *mcp.CallToolResult {
 	case errors.As(err, &busy) && busy.Busy():
 		return mcp.NewToolResultError(fmt.Sprintf("%s: %s failed: another process holds the workspace database's write lock (an operator's sqlite3 shell or a backup, say), so this server could not open its state yet; nothing was lost. Call again once that process lets go: the next call opens it.",
 			codeBusy, tool))
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, tasks.ErrClosed):
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, tasks.ErrClosed), errors.Is(err, protocol.ErrShuttingDown):
 		return s.toolError(tool, err) // the call was cancelled, or the server is shutting down
 	}
 	return mcp.NewToolResultError(fmt.Sprintf("%s: %s failed: this server could not open the workspace's state, and answers no tool call: %v. Restart it once that is fixed.",

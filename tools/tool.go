@@ -86,7 +86,7 @@ func (t tool[A, R]) definition() (mcp.Tool, error) {
 func (t tool[A, R]) bind(s *Table, def mcp.Tool) server.ServerTool {
 	return server.ServerTool{Tool: def, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if err := s.ready(ctx); err != nil {
-			return s.openFailure(t.name, err), nil
+			return s.openFailure(t.name, shutdownCause(ctx, err)), nil
 		}
 		var args A
 		if err := decodeArgs(t.name, req, &args); err != nil {
@@ -94,7 +94,7 @@ func (t tool[A, R]) bind(s *Table, def mcp.Tool) server.ServerTool {
 		}
 		out, text, err := t.handle(s, ctx, req, args)
 		if err != nil {
-			return s.toolError(t.name, err), nil
+			return s.toolError(t.name, shutdownCause(ctx, err)), nil
 		}
 		return s.bound(t.name, mcp.NewToolResultStructured(out, text)), nil
 	}}
