@@ -68,7 +68,8 @@ func readTxtar(t *testing.T, file string) map[string]string {
 	return sections
 }
 
-// canonical is each JSON line of s re-encoded (keys sorted), sorted, blank lines left out.
+// canonical is each JSON line of s re-encoded (keys sorted, numbers as written), sorted,
+// blank lines left out.
 func canonical(t *testing.T, s string) []string {
 	t.Helper()
 	var out []string
@@ -76,8 +77,11 @@ func canonical(t *testing.T, s string) []string {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
+		// Numbers are kept as written: an id must come back as it was sent.
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.UseNumber()
 		var v any
-		if err := json.Unmarshal([]byte(line), &v); err != nil {
+		if err := dec.Decode(&v); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
 		b, _ := json.Marshal(v)

@@ -168,7 +168,6 @@ type Session struct {
 	wired       map[string]*forwarded // requests handed on to mcp-go, by wire id (idKey)
 	lastWire    int64                 // the last wire id given
 	initialized bool                  // an initialize request has come (and has not failed)
-	version     string                // the protocol version initialize negotiated
 	declared    bool                  // initialize declared the Tasks extension: for the whole session
 	running     int                   // tools/calls in flight
 	waiting     int                   // of which may wait
@@ -344,12 +343,8 @@ func (s *Session) admit(method string, params map[string]json.RawMessage) *rpcEr
 	defer s.mu.Unlock()
 	if method == "initialize" && !statelessRequest(params) {
 		if s.initialized {
-			version := ""
-			if s.version != "" {
-				version = " (protocol version " + s.version + ")"
-			}
-			return &rpcError{Code: mcp.INVALID_REQUEST, Message: "initialize: this connection is already initialized" + version +
-				"; a second initialize is refused and changes nothing (to negotiate again, start a new connection)"}
+			return &rpcError{Code: mcp.INVALID_REQUEST, Message: "initialize: this connection is already initialized; " +
+				"a second initialize is refused and changes nothing, the version negotiated first stays (to negotiate again, start a new connection)"}
 		}
 		s.initialized = true
 		// A client declares an extension once, in initialize's capabilities.extensions, and
@@ -492,7 +487,6 @@ func (s *Session) filterLocked(line []byte) (out []byte, listed bool) {
 		if json.Unmarshal(m.Result, &res) != nil || res.ProtocolVersion == "" {
 			s.initialized, s.declared = false, false // it failed: the client may try again
 		}
-		s.version = res.ProtocolVersion
 	}
 	return restoreID(line, f.c.id, f.method), f.method == "tools/list"
 }
