@@ -165,6 +165,9 @@ func TestProtocol_NullIDIsRefused(t *testing.T) {
 	r.sendLine(`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"shell_list","arguments":{}}}`)
 	r.sendLine(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	resp, line := r.next()
+	if resp["error"] == nil {
+		t.Fatalf("a request with a null id: the next line is %s, want its error", line)
+	}
 	wantError(t, resp, line, -32600, "null")
 	if resp, line = r.next(); resp["result"] == nil || rawID(t, line) != "2" {
 		t.Errorf("after the null id: %s, want the answer to ping 2", line)
