@@ -232,19 +232,23 @@ func TestProtocol_ShutdownAnswersShuttingDown(t *testing.T) {
 				"101": "shell_io",
 				"102": "tasks_status",
 			}
-			r.send(map[string]any{"id": 101, "method": "tools/call", "params": map[string]any{"name": "shell_io", "_meta": map[string]any{"progressToken": "io"},
-				"arguments": map[string]any{"sessionId": sid, "waitFor": "never-printed", "timeoutMs": 25000}}})
+			// A progress token past 2^53 comes back as sent, like an id.
+			r.sendLine(`{"jsonrpc":"2.0","id":101,"method":"tools/call","params":{"name":"shell_io","_meta":{"progressToken":9007199254740993},` +
+				`"arguments":{"sessionId":"` + sid + `","waitFor":"never-printed","timeoutMs":25000}}}`)
 			r.send(map[string]any{"id": 102, "method": "tools/call", "params": map[string]any{"name": "tasks_status", "_meta": map[string]any{"progressToken": "st"},
 				"arguments": map[string]any{"graphId": graph, "waitMs": 25000}}})
 			// Both calls are waiting once each has reported progress.
 			waiting := map[string]bool{}
 			for len(waiting) < 2 {
 				m, line := r.next()
-				p, _ := m["params"].(map[string]any)
-				if m["method"] != "notifications/progress" {
+				var note struct{ Params struct{ ProgressToken json.RawMessage } }
+				if m["method"] != "notifications/progress" || json.Unmarshal([]byte(line), &note) != nil {
 					t.Fatalf("before the shutdown: %s", line)
 				}
-				waiting[fmt.Sprint(p["progressToken"])] = true
+				waiting[string(note.Params.ProgressToken)] = true
+			}
+			if !waiting["9007199254740993"] || !waiting[`"st"`] {
+				t.Fatalf("progress came with the tokens %v, want 9007199254740993 and \"st\" as sent", waiting)
 			}
 			if how == "SIGTERM" {
 				r.signal(syscall.SIGTERM)

@@ -45,7 +45,7 @@ func (s *Session) dispatch(m rpcMessage, id string, params map[string]json.RawMe
 		return
 	}
 	ctx, cancel := context.WithCancel(s.callCtx)
-	c := &call{id: m.ID, token: token, task: s.cfg.Tasks != nil && name == s.cfg.Tasks.Tool && s.declaresLocked(meta), tool: true, wait: wait, cancel: cancel}
+	c := &call{id: m.ID, token: token, spelt: meta["progressToken"], task: s.cfg.Tasks != nil && name == s.cfg.Tasks.Tool && s.declaresLocked(meta), tool: true, wait: wait, cancel: cancel}
 	s.trackLocked(id, c)
 	line = withID(line, s.nextWireLocked()) // mcp-go would change some ids (ids.go)
 	s.running++

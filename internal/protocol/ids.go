@@ -112,16 +112,24 @@ func restoreID(line []byte, id json.RawMessage, method string) []byte {
 	return withID(line, id)
 }
 
-// encodeResponse is a response line. The id is written as the client sent it: unlike
-// json.Marshal, which escapes <, > and & even in a json.RawMessage, this writes no escape
-// the client did not.
+// encodeResponse is a response line. The id is written as the client sent it (encodeLine).
 func encodeResponse(id json.RawMessage, result any, rerr *rpcError) []byte {
+	line := encodeLine(response{JSONRPC: "2.0", ID: id, Result: result, Error: rerr})
+	if line == nil {
+		line = encodeLine(response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: "cannot encode the response"}})
+	}
+	return line
+}
+
+// encodeLine is v as a JSON line, nil if it cannot be encoded. Unlike json.Marshal, which
+// escapes <, > and & even in a json.RawMessage, it writes no escape the client did not:
+// the ids and tokens it carries are written back as the client sent them.
+func encodeLine(v any) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(response{JSONRPC: "2.0", ID: id, Result: result, Error: rerr}); err != nil {
-		b.Reset()
-		_ = enc.Encode(response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: mcp.INTERNAL_ERROR, Message: "cannot encode the response: " + err.Error()}})
+	if enc.Encode(v) != nil {
+		return nil
 	}
 	return b.Bytes()
 }

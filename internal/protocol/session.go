@@ -37,8 +37,9 @@ import (
 //   - Ids are the client's, byte for byte: mcp-go decodes an id into a float64 or an
 //     int64, which changes an integer past 2^53 and respells 1.0 or 1e3, so every request
 //     reaches it with an id of the session's own (a wire id), and its response goes back
-//     with the id the client sent (ids.go). A request whose id is null, or neither a
-//     string nor a number, is refused (-32600, id null).
+//     with the id the client sent (ids.go); progress tokens too are written back as sent.
+//     A request whose id is null, or neither a string nor a number, is refused (-32600,
+//     id null).
 //   - params that are not an object, and a tools/call whose arguments are not one, are
 //     refused as invalid params (-32602), as is a request whose params mcp-go cannot
 //     decode (it says -32600).
@@ -126,6 +127,7 @@ var ErrShuttingDown = errors.New("the server is shutting down")
 type call struct {
 	id    json.RawMessage // the id as the client sent it
 	token string          // its progress token (tokenKey), "" for none
+	spelt json.RawMessage // the progress token as the client sent it
 	wire  json.RawMessage // of a request handed on to mcp-go: the id mcp-go knows it by
 	task  bool            // a call of the tasks tool that declared the extension: answer with a task
 
@@ -162,18 +164,18 @@ type Session struct {
 	out     io.Writer
 	partial []byte // the start of a line mcp-go has not finished writing; under wmu
 
-	mu          sync.Mutex            // guards what follows
-	calls       map[string]*call      // by request id (idKey)
-	tokens      map[string]int        // progress tokens of unanswered requests
-	wired       map[string]*forwarded // requests handed on to mcp-go, by wire id (idKey)
-	lastWire    int64                 // the last wire id given
-	initialized bool                  // an initialize request has come (and has not failed)
-	declared    bool                  // initialize declared the Tasks extension: for the whole session
-	running     int                   // tools/calls in flight
-	waiting     int                   // of which may wait
-	stopping    bool                  // the input ended or the transport is returning: start nothing new
-	closed      bool                  // the transport has returned: write nothing
-	listID      string                // a tools/list not answered yet: its answer calls Config.Listed
+	mu          sync.Mutex                 // guards what follows
+	calls       map[string]*call           // by request id (idKey)
+	tokens      map[string]int             // progress tokens of unanswered requests
+	spellings   map[string]json.RawMessage // of tokens: each as the client sent it, to write it back
+	wired       map[string]*forwarded      // requests handed on to mcp-go, by wire id (idKey)
+	lastWire    int64                      // the last wire id given
+	initialized bool                       // an initialize request has come (and has not failed)
+	declared    bool                       // initialize declared the Tasks extension: for the whole session
+	running     int                        // tools/calls in flight
+	waiting     int                        // of which may wait
+	stopping    bool                       // the input ended or the transport is returning: start nothing new
+	closed      bool                       // the transport has returned: write nothing
 
 	wg sync.WaitGroup // the requests the session answers itself (Add under mu, while !stopping)
 }
@@ -194,7 +196,7 @@ func New(ctx context.Context, cfg Config, out io.Writer) *Session {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Session{cfg: cfg, log: cfg.Logger, ctx: ctx, out: out, calls: map[string]*call{}, tokens: map[string]int{}, wired: map[string]*forwarded{}}
+	s := &Session{cfg: cfg, log: cfg.Logger, ctx: ctx, out: out, calls: map[string]*call{}, tokens: map[string]int{}, spellings: map[string]json.RawMessage{}, wired: map[string]*forwarded{}}
 	s.deriveCallsLocked(ctx)
 	return s
 }
@@ -291,8 +293,9 @@ func (s *Session) Handle(line []byte) []byte {
 	case m.Method == "initialize" && !statelessRequest(params):
 		line = offerVersion(line, params)
 	}
-	token, _ := tokenKey(members(params["_meta"])["progressToken"])
-	return s.forward(id, &call{id: m.ID, token: token}, m.Method, line)
+	spelt := members(params["_meta"])["progressToken"]
+	token, _ := tokenKey(spelt)
+	return s.forward(id, &call{id: m.ID, token: token, spelt: spelt}, m.Method, line)
 }
 
 // notification handles a notification and returns what mcp-go must see of it. A
@@ -396,6 +399,7 @@ func (s *Session) trackLocked(id string, c *call) {
 	s.calls[id] = c
 	if c.token != "" {
 		s.tokens[c.token]++
+		s.spellings[c.token] = c.spelt
 	}
 }
 
@@ -409,6 +413,7 @@ func (s *Session) answeredLocked(id string) (*call, bool) {
 	if c.token != "" {
 		if s.tokens[c.token]--; s.tokens[c.token] <= 0 {
 			delete(s.tokens, c.token)
+			delete(s.spellings, c.token)
 		}
 	}
 	return c, true
@@ -463,9 +468,17 @@ func (s *Session) filterLocked(line []byte) (out []byte, listed bool) {
 		return line, false
 	}
 	if m.Method == "notifications/progress" {
-		if token, _ := tokenKey(members(m.Params)["progressToken"]); s.tokens[token] == 0 {
+		params := members(m.Params)
+		token, _ := tokenKey(params["progressToken"])
+		if s.tokens[token] == 0 {
 			s.log.Debug("dropped a progress notification of an answered request", "progressToken", token)
 			return nil, false
+		}
+		// mcp-go writes back the token it decoded (9007199254740993 as
+		// 9007199254740992): the client's is written instead.
+		if spelt := s.spellings[token]; len(spelt) > 0 && !bytes.Equal(spelt, params["progressToken"]) {
+			params["progressToken"] = spelt
+			return encodeLine(map[string]any{"jsonrpc": "2.0", "method": m.Method, "params": params}), false
 		}
 		return line, false
 	}

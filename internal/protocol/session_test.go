@@ -228,3 +228,19 @@ func (k knownTasks) Cancel(ctx context.Context, id string) error {
 
 // lines decodes what the session wrote, one JSON message a line.
 var lines = tooltest.Lines
+
+// A progress token comes back as the client sent it, though mcp-go writes the float64 it
+// decoded.
+func TestFacade_ProgressTokenAsSent(t *testing.T) {
+	var out bytes.Buffer
+	f := New(t.Context(), Config{MCP: server.NewMCPServer("t", "1")}, &out)
+	f.Handle([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
+	f.Handle([]byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"x","_meta":{"progressToken":9007199254740993}}}`))
+	write(t, f, progressLine(`9007199254740992`))
+	var m struct {
+		Params struct{ ProgressToken json.RawMessage }
+	}
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil || string(m.Params.ProgressToken) != "9007199254740993" {
+		t.Errorf("wrote %q (%v), want the notification with the client's token 9007199254740993", out.String(), err)
+	}
+}
