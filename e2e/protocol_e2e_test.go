@@ -241,7 +241,9 @@ func TestProtocol_ShutdownAnswersShuttingDown(t *testing.T) {
 			waiting := map[string]bool{}
 			for len(waiting) < 2 {
 				m, line := r.next()
-				var note struct{ Params struct{ ProgressToken json.RawMessage } }
+				var note struct {
+					Params struct{ ProgressToken json.RawMessage }
+				}
 				if m["method"] != "notifications/progress" || json.Unmarshal([]byte(line), &note) != nil {
 					t.Fatalf("before the shutdown: %s", line)
 				}
