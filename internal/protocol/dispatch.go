@@ -47,13 +47,14 @@ func (s *Session) dispatch(m rpcMessage, id string, params map[string]json.RawMe
 	ctx, cancel := context.WithCancel(s.callCtx)
 	c := &call{id: m.ID, token: token, spelt: meta["progressToken"], task: s.cfg.Tasks != nil && name == s.cfg.Tasks.Tool && s.declaresLocked(meta), tool: true, wait: wait, cancel: cancel}
 	s.trackLocked(id, c)
-	line = withID(line, s.nextWireLocked()) // mcp-go would change some ids (ids.go)
+	wire := s.nextWireLocked()
 	s.running++
 	if wait {
 		s.waiting++
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
+	line = withID(line, wire) // mcp-go would change some ids (ids.go)
 
 	go func() {
 		defer s.wg.Done()

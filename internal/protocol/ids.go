@@ -45,10 +45,10 @@ type forwarded struct {
 // its call c, and returns its line with a wire id instead of the client's.
 func (s *Session) forward(key string, c *call, method string, line []byte) []byte {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	c.wire = s.nextWireLocked()
 	s.trackLocked(key, c)
 	s.wired[wireKey(c.wire)] = &forwarded{c: c, key: key, method: method}
+	s.mu.Unlock()
 	return withID(line, c.wire)
 }
 

@@ -419,10 +419,9 @@ func (s *Session) answeredLocked(id string) (*call, bool) {
 	return c, true
 }
 
-var progressMethod = []byte(`"notifications/progress"`)
-
-// Write takes what mcp-go writes to the client, line by line, and drops progress
-// notifications of answered requests. Once the answer to a tools/list is out, it calls
+// Write takes what mcp-go writes to the client, line by line: it drops progress
+// notifications of answered requests, and writes responses with the client's ids and
+// notifications with its progress tokens (ids.go). Once the answer to a tools/list is out, it calls
 // Config.Listed: the client has what it waits for at its start.
 func (s *Session) Write(p []byte) (int, error) {
 	s.wmu.Lock()
