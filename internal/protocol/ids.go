@@ -29,7 +29,7 @@ var Versions = slices.DeleteFunc(slices.Clone(mcp.ValidProtocolVersions), func(v
 })
 
 // offeredInstead is the revision initialize offers a client that asks for 2025-03-26 (or
-// for none, which mcp-go takes as 2025-03-26): the next one, which is 2025-03-26 without
+// for none, which mcp-go takes as 2025-03-26): the next one, the revision that removed
 // batches.
 const offeredInstead = mcp.ProtocolVersion20250618
 
