@@ -313,3 +313,26 @@ func TestProtocol_MaxWaitBoundsEveryWait(t *testing.T) {
 		t.Errorf("the result does not say the wait was cut to --max-wait:\n%s", text)
 	}
 }
+
+// A close's grace is waited out inside the call, so it too ends at --max-wait: a program
+// that ignores SIGHUP is killed there, whatever graceMs asked.
+func TestProtocol_MaxWaitBoundsCloseGrace(t *testing.T) {
+	r := startWire(t, "--max-wait", "1s")
+	r.initialize("2025-06-18")
+	t.Cleanup(func() {
+		r.stdin.Close()
+		r.waitExit()
+	})
+	open := structuredOf(t, r.toolCall("shell_open", map[string]any{
+		"command": "trap '' HUP; echo ignoring-hup; while :; do sleep 0.1; done",
+		"waitFor": "ignoring-hup",
+	}))
+	res := r.toolCall("shell_close", map[string]any{"sessionId": open["sessionId"], "graceMs": 60000})
+	sc := structuredOf(t, res)
+	if sc["signal"] != "SIGKILL" {
+		t.Errorf("shell_close of a program ignoring SIGHUP ended with signal %v, want SIGKILL at the bound", sc["signal"])
+	}
+	if text := resultText(res); !strings.Contains(text, "--max-wait") {
+		t.Errorf("the result does not say the grace was cut to --max-wait:\n%s", text)
+	}
+}

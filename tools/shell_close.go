@@ -30,7 +30,13 @@ var shellClose = tool[closeArgs, closeResult]{
 		}
 		// graceMs 0 reaches the engine as zero: SIGKILL right after the first signal.
 		var cut clampNotes
-		grace, err := cut.ms("graceMs", a.GraceMs, pty.DefaultGrace, pty.MaxGrace, ", the longest grace")
+		// The grace is waited out inside the call, so it is bounded by --max-wait like
+		// every other wait: a program that ignores the signal is killed at the bound.
+		maxGrace, why := pty.MaxGrace, ", the longest grace"
+		if s.cfg.MaxWait < maxGrace {
+			maxGrace, why = s.cfg.MaxWait, " (the server's --max-wait)"
+		}
+		grace, err := cut.ms("graceMs", a.GraceMs, min(pty.DefaultGrace, maxGrace), maxGrace, why)
 		if err != nil {
 			return closeResult{}, "", err
 		}
@@ -53,7 +59,7 @@ var shellClose = tool[closeArgs, closeResult]{
 type closeArgs struct {
 	SessionID string     `json:"sessionId" jsonschema:"From shell_open." toolschema:"required"`
 	Signal    signalName `json:"signal,omitempty" jsonschema:"First signal. Default SIGHUP."`
-	GraceMs   *int64     `json:"graceMs,omitempty" jsonschema:"Default 2000, at most 60000."`
+	GraceMs   *int64     `json:"graceMs,omitempty" jsonschema:"Default 2000, at most 60000 and --max-wait."`
 }
 
 type closeResult struct {
