@@ -66,6 +66,7 @@ type shellState struct {
 	hist       []Command // finished commands, oldest first, at most maxHistory
 	n          int       // commands so far
 	paste      bool      // the program has turned bracketed paste on
+	cols       int       // the terminal's width when the last mark came (zsh's PROMPT_SP)
 }
 
 // onMark applies one mark; at is the offset in the stream where it was, r the output.
@@ -135,7 +136,7 @@ func (st *shellState) finish(promptAt int64, r *ring.Buffer) {
 		end, endTime = c.endAt, c.endTime
 	}
 	c.Since = min(c.outputStart(r, end), end)
-	c.Cursor = blankTail(r, c.Since, end)
+	c.Cursor = st.outputEnd(r, c.Since, end)
 	c.ExitCode, c.Cwd, c.Done = c.code, st.cwd, true
 	c.Duration = max(endTime.Sub(c.StartedAt), 0)
 	st.hist = append(st.hist, c.Command)
@@ -268,6 +269,20 @@ func (c *command) outputStart(r *ring.Buffer, end int64) int64 {
 	}
 	c.Since = from + int64(k)
 	return c.Since
+}
+
+// outputEnd returns where a finished command's output ends, its D mark (or the next
+// prompt) at end: before what zsh's PROMPT_SP printed there, which comes before the
+// precmd hooks that send D, and before a last line that shows nothing (blankTail).
+func (st *shellState) outputEnd(r *ring.Buffer, since, end int64) int64 {
+	if st.kind == kindZsh {
+		const window = 4 << 10 // PROMPT_SP is one terminal line and its mark
+		data, from := r.AppendRange(nil, max(since, end-window), end)
+		if i := clean.PromptSPStart(data, st.cols); i >= 0 {
+			end = from + int64(i)
+		}
+	}
+	return blankTail(r, since, end)
 }
 
 // blankTail returns where a finished command's output ends: at end, or before a last

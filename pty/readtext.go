@@ -12,8 +12,9 @@ import (
 // most of the server's peak under bulk output.
 const readChunk = 64 << 10
 
-// outputText returns the output [from, to) as a read returns it: cleaned (unless raw) and
-// capped at maxBytes, head and tail kept (clean.Cap). hint puts the offset to re-read an
+// outputText returns the output [from, to) as a read returns it: cleaned (unless raw),
+// lines wrapped at the terminal's width as it was when they were drawn, and capped at
+// maxBytes, head and tail kept (clean.Cap). hint puts the offset to re-read an
 // omitted part from in the marker. It returns the text, how many bytes were left out, and
 // the offset the text starts at: from, or later when the program overwrote the start
 // while it was being cleaned (the ring is full and output flows faster than a read
@@ -31,10 +32,11 @@ func (s *session) outputText(from, to int64, maxBytes int, raw, hint bool) (stri
 	}
 	k := clean.NewCapped(maxBytes, int(to-from))
 	buf := make([]byte, 0, min(to-from, readChunk))
+	widths := s.widthsLocked()
 	for pos := from; ; {
 		buf, _ = s.ring.AppendRange(buf[:0], pos, min(to, pos+readChunk))
 		s.mu.Unlock()
-		k.Write(buf)
+		k.WriteAt(buf, pos, widths)
 		pos += int64(len(buf))
 		if pos >= to {
 			break

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/pty/clean"
 	"github.com/mcp-harness/mcp-harness/pty/vt"
 )
 
@@ -381,4 +382,44 @@ func (s *session) addScreen(res *ReadResult, want bool) {
 	if want && s.term != nil {
 		res.Screen, _ = s.term.snapshot(res.Cursor)
 	}
+}
+
+// maxWidths bounds the width changes a session remembers: a client resizing on every call
+// would otherwise grow the list without end. Output older than the oldest kept change is
+// cleaned at that change's width.
+const maxWidths = 256
+
+// widthChangedLocked records that the terminal is cols wide from the end of the output
+// on, so that cleaned text wraps each part of the output at the width it was drawn at.
+// The caller holds s.mu, before s.cols takes the new width.
+func (s *session) widthChangedLocked(cols int) {
+	if cols == s.cols {
+		return
+	}
+	if len(s.widths) == 0 {
+		s.widths = append(s.widths, clean.Width{At: 0, Cols: s.cols})
+	}
+	at := s.ring.End()
+	if last := &s.widths[len(s.widths)-1]; last.At == at {
+		last.Cols = cols // nothing was drawn at the size in between
+	} else {
+		s.widths = append(s.widths, clean.Width{At: at, Cols: cols})
+	}
+	// What is no longer in the ring needs no width.
+	start := s.ring.Start()
+	drop := 0
+	for drop+1 < len(s.widths) && s.widths[drop+1].At <= start {
+		drop++
+	}
+	drop = max(drop, len(s.widths)-maxWidths)
+	s.widths = slices.Delete(s.widths, 0, drop)
+}
+
+// widthsLocked returns the terminal's width over the output, for clean.Capped.WriteAt: a
+// copy, which the caller may use once the lock is released.
+func (s *session) widthsLocked() []clean.Width {
+	if len(s.widths) == 0 {
+		return []clean.Width{{At: 0, Cols: s.cols}}
+	}
+	return slices.Clone(s.widths)
 }

@@ -16,6 +16,7 @@ import (
 
 	creackpty "github.com/creack/pty"
 
+	"github.com/mcp-harness/mcp-harness/pty/clean"
 	"github.com/mcp-harness/mcp-harness/pty/marks"
 	"github.com/mcp-harness/mcp-harness/pty/ring"
 )
@@ -48,6 +49,7 @@ type session struct {
 	ring         ring.Buffer
 	cursor       int64 // the read cursor: where a read without Since starts
 	cols, rows   int
+	widths       []clean.Width // the width over the output, after a resize (see widthsLocked)
 	lastOutput   time.Time
 	lastWrite    time.Time
 	lastActivity time.Time
@@ -268,6 +270,7 @@ type outputSink struct {
 
 func (o outputSink) Output(p []byte) { o.s.ring.Write(p) }
 func (o outputSink) Mark(m marks.Mark) {
+	o.s.sh.cols = o.s.cols
 	o.s.sh.onMark(m, o.s.ring.End(), o.now, &o.s.ring)
 	o.s.marked = true
 }
@@ -361,6 +364,7 @@ func (s *session) resize(cols, rows int) error {
 		return fmt.Errorf("set size: %w", errno)
 	}
 	s.mu.Lock()
+	s.widthChangedLocked(cols)
 	s.cols, s.rows = cols, rows
 	s.term.resized(s.ring.End(), cols, rows)
 	s.mu.Unlock()

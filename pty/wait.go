@@ -178,7 +178,7 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 			s.mu.Unlock()
 			for more := true; more; {
 				s.mu.Lock()
-				more = mt.Load(&s.ring, w.start, upTo)
+				more = mt.Load(&s.ring, w.start, upTo, s.widthsLocked())
 				s.mu.Unlock()
 				if mt.Check(due && !more) {
 					return waitEnd{reason: ReasonMatched, mt: mt}, nil

@@ -30,6 +30,36 @@ func NewCapped(max, sizeHint int) *Capped {
 // Write cleans p, the output that follows what was written before.
 func (k *Capped) Write(p []byte) { k.c.write(p) }
 
+// Width is the terminal's width in columns from raw offset At of the output on.
+type Width struct {
+	At   int64
+	Cols int
+}
+
+// WriteAt is Write for p starting at raw offset at, lines wrapping at the width ws gives
+// for each byte (ws ordered by At; the first entry's width holds before it too). Empty
+// ws means no wrapping.
+func (k *Capped) WriteAt(p []byte, at int64, ws []Width) {
+	for len(p) > 0 {
+		cols, next := 0, int64(-1)
+		for i, w := range ws {
+			if i == 0 || w.At <= at {
+				cols = w.Cols
+				continue
+			}
+			next = w.At
+			break
+		}
+		k.c.setWidth(cols)
+		n := len(p)
+		if next >= 0 && next-at < int64(n) {
+			n = int(next - at)
+		}
+		k.c.write(p[:n])
+		p, at = p[n:], at+int64(n)
+	}
+}
+
 // Reset starts over, for output that begins elsewhere.
 func (k *Capped) Reset() {
 	k.c = cleaner{out: k.c.out[:0], line: k.c.line[:0], heads: k.c.heads, keepHead: k.c.keepHead, keepTail: k.c.keepTail}

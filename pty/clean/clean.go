@@ -5,6 +5,7 @@
 package clean
 
 import (
+	"bytes"
 	"unicode/utf8"
 )
 
@@ -14,6 +15,8 @@ import (
 //   - escape sequences are removed: CSI (colours, cursor moves, private modes such as
 //     ESC[?2004h), OSC (titles, hyperlinks; ended by BEL or ESC \), DCS, SOS, PM and APC
 //     strings, charset selections (ESC ( B) and two-byte escapes (ESC =, ESC 7, ...);
+//   - DEC line drawing (ESC ( 0 or ESC ) 0 with SO, until ESC ( B or SI) is shown as the
+//     box characters a terminal draws for it (lqqk reads as ┌──┐);
 //   - CRLF becomes LF;
 //   - each line is kept in its final visible state: a carriage return moves back to the
 //     start of the line and what follows overwrites it cell by cell, as on a real
@@ -24,15 +27,28 @@ import (
 //     same way, so a readline edit shows as the final command line;
 //   - vertical cursor movement and absolute positioning start a new line (the cleaner
 //     models one line, not a screen: a full-screen program's redraws come out as a
-//     sequence of lines; use raw output for those);
+//     sequence of lines; use raw output or the screen for those);
 //   - other control characters are dropped, except \n and \t; invalid UTF-8 becomes U+FFFD.
 //
-// The result never contains ESC and is always valid UTF-8. Cells left blank (skipped by
-// a cursor move, erased, or overwritten with a space) read as spaces inside a line and
-// are dropped at its end, as a screen shows them; spaces a program printed at the end of
-// a line are kept, since a prompt such as "$ " ends in one.
+// The result never contains ESC and is always valid UTF-8. Each line ends at its last
+// visible character: cells left blank and spaces at the end of a line are dropped, as a
+// screen shows no difference between them; only the last line, where the cursor is,
+// keeps the spaces written before the cursor, since a prompt such as "$ " ends in one.
+// Text does not wrap lines (TextWidth does).
 func Text(b []byte) string {
 	return string(Bytes(b))
+}
+
+// TextWidth is Text for a terminal cols wide: a line longer than the width wraps onto the
+// next line where the terminal wraps it, and a carriage return goes back to the start of
+// the wrapped part only, as on the screen. cols <= 0 means no wrapping.
+func TextWidth(b []byte, cols int) string {
+	var c cleaner
+	c.init()
+	c.setWidth(cols)
+	c.out = make([]byte, 0, len(b)+len(b)/8)
+	c.write(b)
+	return string(c.bytes())
 }
 
 // Bytes is Text without the copy into a string: a read cleans up to a whole ring
@@ -54,6 +70,13 @@ const maxCol = 1000
 // blank marks a cell that was never written or was erased. It renders as a space inside a
 // line and is dropped at its end, which is how a screen looks.
 const blank rune = 0
+
+// wideTail is the second cell of a wide character, tabFill a cell a tab moved over at the
+// end of the line: neither renders by itself (the character, or the tab, stands for it).
+const (
+	wideTail rune = -1
+	tabFill  rune = -2
+)
 
 type cleanState uint8
 
@@ -78,6 +101,15 @@ type cleaner struct {
 	line []rune // the current line's cells
 	col  int    // the cursor's cell in line (may be past its end)
 	st   cleanState
+
+	// width is the terminal's, 0 for no wrapping; wrapNext says a character was written
+	// in the last column, so the next one starts a new line (the terminal's pending wrap).
+	width    int
+	wrapNext bool
+	// DEC line drawing: g0 and g1 say which of the two charsets is the DEC special
+	// graphics set, shifted whether SO selected G1; inter is the escape's intermediate.
+	g0, g1, shifted bool
+	inter           byte
 
 	params  []byte // CSI parameter bytes (bounded)
 	private bool   // CSI has a private marker (<=>?) or intermediates: not interpreted
@@ -117,13 +149,17 @@ func (c *cleaner) init() {
 func (c *cleaner) write(p []byte) {
 	for i := 0; i < len(p); {
 		b := p[i]
-		if c.st == stGround && c.nutf == 0 && b >= 0x20 && b < 0x7f && c.col == len(c.line) {
+		if c.st == stGround && c.nutf == 0 && b >= 0x20 && b < 0x7f && c.col == len(c.line) && !c.wrapNext && !c.lineDrawing() {
 			// Fast paths: printable ASCII appended at the end of the line, the bulk of
 			// output. A whole line of it, ended here by a line feed, goes straight
-			// into the text: it is already what the screen shows.
+			// into the text: it is already what the screen shows. Only what fits
+			// before the right margin is taken here; put wraps the rest.
 			j := i + 1
 			for j < len(p) && p[j] >= 0x20 && p[j] < 0x7f {
 				j++
+			}
+			if c.width > 0 && j-i > c.width-c.col {
+				j = i + c.width - c.col
 			}
 			if len(c.line) == 0 {
 				k := j
@@ -131,9 +167,9 @@ func (c *cleaner) write(p []byte) {
 					k++
 				}
 				if k < len(p) && p[k] == '\n' {
-					c.out = append(c.out, p[i:j]...)
+					c.out = append(c.out, bytes.TrimRight(p[i:j], " ")...)
 					c.pos += int64(k - i)
-					c.endLine()
+					c.endLine(c.pos + 1)
 					c.pos++
 					i = k + 1
 					continue
@@ -145,6 +181,9 @@ func (c *cleaner) write(p []byte) {
 			c.col += j - i
 			c.pos += int64(j - i)
 			i = j
+			if c.width > 0 && c.col >= c.width {
+				c.col, c.wrapNext = c.width-1, true
+			}
 			continue
 		}
 		if c.step(b) {
@@ -177,6 +216,7 @@ func (c *cleaner) step(b byte) bool {
 			c.st = stGround
 		case b >= 0x20 && b <= 0x2f:
 			c.st = stEscInter
+			c.inter = b
 		case b >= 0x30 && b <= 0x7e:
 			c.st = stGround // a two-byte escape: ESC 7, ESC =, ESC M, ...
 		default:
@@ -187,6 +227,14 @@ func (c *cleaner) step(b byte) bool {
 		case b >= 0x20 && b <= 0x2f:
 		case b >= 0x30 && b <= 0x7e:
 			c.st = stGround
+			// ESC ( F designates G0, ESC ) F G1: F 0 is DEC line drawing, any
+			// other final a text charset.
+			switch c.inter {
+			case '(':
+				c.g0 = b == '0'
+			case ')':
+				c.g1 = b == '0'
+			}
 		default:
 			return c.inSequence(b)
 		}
@@ -294,6 +342,10 @@ func (c *cleaner) ground(b byte) bool {
 		c.control(b)
 		return true
 	}
+	if c.lineDrawing() {
+		c.put(decGraphic(b))
+		return true
+	}
 	c.put(rune(b))
 	return true
 }
@@ -304,12 +356,17 @@ func (c *cleaner) control(b byte) {
 	case '\n', '\v', '\f':
 		c.newline()
 	case '\r':
-		c.col = 0
+		c.col, c.wrapNext = 0, false
 	case '\b':
 		if c.col > 0 {
 			c.col--
 		}
+		c.wrapNext = false
 	case '\t':
-		c.put('\t')
+		c.tab()
+	case 0x0e: // SO: G1
+		c.shifted = true
+	case 0x0f: // SI: G0
+		c.shifted = false
 	}
 }

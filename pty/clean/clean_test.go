@@ -36,13 +36,19 @@ var cleanTests = []struct {
 	{"cursor forward pads", "a\x1b[3Cb", "a   b"},
 	{"column absolute", "abcdef\x1b[3GX", "abXdef"},
 	{"trailing blanks dropped", "ab\x1b[5C\n", "ab\n"},
-	{"written spaces kept", "$ ", "$ "},
+	{"trailing spaces dropped", "$ \nok  \r\nend  \r", "$\nok\nend"},
+	{"spaces up to the cursor kept", "ok  \r\n$ ", "ok\n$ "},
 	{"vertical move starts a line", "top\x1b[2Abottom", "top\nbottom"},
 	{"cursor position", "\x1b[H\x1b[2Jrow1\x1b[2;1Hrow2", "row1\nrow2"},
 	{"controls dropped", "a\x07b\x00c\x7fd\x0ee", "abcde"},
 	{"tab kept", "a\tb", "a\tb"},
 	{"utf-8", "héllo 世界\r\n", "héllo 世界\n"},
-	{"utf-8 overwrite", "日本\rx", "x本"},
+	{"utf-8 overwrite", "日本\rx", "x 本"},
+	{"wide character overwritten in its second cell", "日本\r\x1b[Cx", " x本"},
+	{"tab at the end of a line", "a\tb\t\n", "a\tb\n"},
+	{"tab over text only moves", "abcdefghij\r\tX", "abcdefghXj"},
+	{"DEC line drawing in G0", "\x1b(0lqqk\x1b(B ok", "┌──┐ ok"},
+	{"DEC line drawing shifted in", "\x1b)0a\x0extmqj\x0fb", "a│├└─┘b"},
 	{"C1 controls dropped", "a\u009bb\u0085c", "abc"},
 	{"invalid utf-8", "a\xffb\xe6\x97c", "a\ufffdb\ufffdc"},
 	{"truncated utf-8 at end", "a\xe6\x97", "a\ufffd"},
@@ -65,6 +71,31 @@ func TestClean(t *testing.T) {
 	}
 }
 
+// widthTests are cleaned for a terminal 10 columns wide: lines wrap where it wraps them.
+var widthTests = []struct {
+	name, in, want string
+}{
+	{"short lines do not wrap", "abc\r\ndef", "abc\ndef"},
+	{"a long line wraps", "0123456789abcdefghijKLM\n", "0123456789\nabcdefghij\nKLM\n"},
+	{"a full line and a line feed make one line", "0123456789\r\nx", "0123456789\nx"},
+	{"carriage return goes back on the wrapped row only", "0123456789ab\rX", "0123456789\nXb"},
+	{"a wide character that does not fit wraps whole", "012345678日x", "012345678\n日x"},
+	{"cursor moves stop at the margin", "ab\x1b[20Cc", "ab       c"},
+	{"zsh PROMPT_SP after a partial line", "foo\x1b[1m\x1b[7m%\x1b[27m\x1b[1m\x1b[0m         \r \r", "foo%\n"},
+	{"zsh PROMPT_SP after a full line", "foo\r\n\x1b[7m%\x1b[27m         \r \r", "foo\n"},
+	{"DEC line drawing wraps too", "\x1b(0lqqqqqqqqqqqqk\x1b(B", "┌─────────\n───┐"},
+}
+
+func TestTextWidth(t *testing.T) {
+	for _, tt := range widthTests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := TextWidth([]byte(tt.in), 10); got != tt.want {
+				t.Errorf("TextWidth(%q, 10) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
 // TestCleaner_chunks checks that cleaning in pieces gives what cleaning at once gives,
 // whatever the cut: sequences and characters span the chunks output arrives in.
 func TestCleaner_chunks(t *testing.T) {
@@ -77,6 +108,19 @@ func TestCleaner_chunks(t *testing.T) {
 			c.write([]byte(tt.in[cut:]))
 			if got := string(c.bytes()); got != tt.want {
 				t.Errorf("%s: cleaned in two pieces cut at %d = %q, want %q", tt.name, cut, got, tt.want)
+			}
+		}
+	}
+	for _, tt := range widthTests {
+		for cut := 0; cut <= len(tt.in); cut++ {
+			var c cleaner
+			c.init()
+			c.setWidth(10)
+			c.write([]byte(tt.in[:cut]))
+			_ = c.bytes()
+			c.write([]byte(tt.in[cut:]))
+			if got := string(c.bytes()); got != tt.want {
+				t.Errorf("%s: cleaned at width 10 in two pieces cut at %d = %q, want %q", tt.name, cut, got, tt.want)
 			}
 		}
 	}
@@ -207,4 +251,28 @@ func FuzzCleanCapped(f *testing.F) {
 			t.Fatalf("Capped in chunks of %d (%d bytes, %d) = %q, %d; want %q, %d", chunk, len(data), max, got, gotOmitted, want, wantOmitted)
 		}
 	})
+}
+
+func TestPromptSPStart(t *testing.T) {
+	pad := func(n int) string { return strings.Repeat(" ", n) }
+	for _, tt := range []struct {
+		name, in string
+		cols     int
+		want     int // -1: not PROMPT_SP
+	}{
+		{"default mark", "foo\x1b[1m\x1b[7m#\x1b[27m\x1b[1m\x1b[0m" + pad(79) + "\r \r", 80, 3},
+		{"after a full line", "foo\r\n\x1b[1m\x1b[7m%\x1b[27m\x1b[1m\x1b[0m" + pad(79) + "\r \r", 80, 5},
+		{"custom mark", "foo<eol>" + pad(75) + "\r     \r", 80, 3},
+		{"empty mark", "foo  " + pad(80) + "\r\r", 80, 5},
+		{"wide mark", "foo⏎⏎" + pad(78) + "\r  \r", 80, 3},
+		{"terminal without late wrap", "foo%" + pad(78) + "\r \r", 80, 3},
+		{"padding for another width", "foo%" + pad(60) + "\r \r", 80, -1},
+		{"no padding", "foo\r \r", 80, -1},
+		{"a progress line", "50%\r   \r", 80, -1},
+		{"no carriage return", "foo%" + pad(79), 80, -1},
+	} {
+		if got := PromptSPStart([]byte(tt.in), tt.cols); got != tt.want {
+			t.Errorf("%s: PromptSPStart(%q, %d) = %d, want %d", tt.name, tt.in, tt.cols, got, tt.want)
+		}
+	}
 }

@@ -1,37 +1,114 @@
 package clean
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
+)
 
 func (c *cleaner) put(r rune) {
 	if r >= 0x80 && r < 0xa0 { // C1 controls: invisible
 		return
 	}
-	if c.col < len(c.line) {
-		if r == ' ' {
-			// A space over a cell erases it ("\b \b" is how many programs rub out a
-			// character), so it can be dropped at the end of the line like any blank;
-			// a space written at the end of the line is real, as in a "$ " prompt.
-			r = blank
-		}
-		c.line[c.col] = r
-	} else {
+	w := 1
+	if r >= 0x300 && runeWidth(r) == 2 {
+		w = 2
+	}
+	if c.width > 0 && (c.wrapNext || c.col+w > c.width) {
+		// The terminal wraps here (a wide character that does not fit the last column
+		// goes to the next line whole): what follows is a new line of the screen.
+		c.wrap()
+	}
+	for len(c.line) < c.col+w {
+		c.line = append(c.line, blank)
+	}
+	c.unpair(c.col)
+	if w == 2 {
+		c.unpair(c.col + 1)
+		c.line[c.col+1] = wideTail
+	}
+	c.line[c.col] = r
+	c.col += w
+	if c.width > 0 && c.col >= c.width {
+		c.col, c.wrapNext = c.width-1, true
+	}
+}
+
+// unpair blanks the other half of a wide character whose one half is about to be
+// overwritten at cell i, as a terminal does.
+func (c *cleaner) unpair(i int) {
+	switch {
+	case i >= len(c.line):
+	case c.line[i] == wideTail && i > 0:
+		c.line[i-1] = blank
+	case c.line[i] != wideTail && i+1 < len(c.line) && c.line[i+1] == wideTail:
+		c.line[i+1] = blank
+	}
+}
+
+// tab moves to the next tab stop (every 8 columns, at most the last column). At the end of
+// the line it keeps the tab itself, as the program wrote it, the cells it moved over
+// standing for it; over text it only moves, as on a terminal.
+func (c *cleaner) tab() {
+	stop := (c.col/8 + 1) * 8
+	if c.width > 0 {
+		stop = min(stop, c.width-1)
+	}
+	stop = min(stop, max(maxCol, c.col))
+	if c.col >= len(c.line) && stop > c.col {
 		for len(c.line) < c.col {
 			c.line = append(c.line, blank)
 		}
-		c.line = append(c.line, r)
+		c.line = append(c.line, '\t')
+		for len(c.line) < stop {
+			c.line = append(c.line, tabFill)
+		}
 	}
-	c.col++
+	c.col = max(c.col, stop)
+}
+
+// wrap ends the current line where the terminal wraps it: the line goes on, on the next
+// row, starting with the byte being processed.
+func (c *cleaner) wrap() {
+	c.out = appendLine(c.out, c.line)
+	c.endLine(c.pos)
+}
+
+// lineDrawing reports whether printed bytes are DEC special graphics now.
+func (c *cleaner) lineDrawing() bool {
+	if c.shifted {
+		return c.g1
+	}
+	return c.g0
+}
+
+// decGraphics are the characters the DEC special graphics set shows for 0x5f-0x7e, as
+// xterm draws them: lqqk is the top of a box, ┌──┐.
+var decGraphics = []rune("\u00a0◆▒␉␌␍␊°±␤␋┘┐┌└┼⎺⎻─⎼⎽├┤┴┬│≤≥π≠£·")
+
+func decGraphic(b byte) rune {
+	if b >= 0x5f && b <= 0x7e {
+		return decGraphics[b-0x5f]
+	}
+	return rune(b)
+}
+
+// runeWidth is how many columns a terminal gives r: 2 for wide (East Asian) characters.
+func runeWidth(r rune) int {
+	var buf [utf8.UTFMax]byte
+	n := utf8.EncodeRune(buf[:], r)
+	return ansi.StringWidth(string(buf[:n]))
 }
 
 // newline finishes the current line.
 func (c *cleaner) newline() {
 	c.out = appendLine(c.out, c.line)
-	c.endLine()
+	c.endLine(c.pos + 1)
 }
 
-// endLine finishes the current line once its cells are in out; pos is the offset of the
-// byte that ends it.
-func (c *cleaner) endLine() {
+// endLine finishes the current line once its cells are in out; next is the raw offset
+// the next line starts at.
+func (c *cleaner) endLine(next int64) {
 	c.out = append(c.out, '\n')
 	if c.watch >= 0 && c.found < 0 && len(c.out) > c.watch {
 		c.found = c.lineRaw
@@ -54,33 +131,49 @@ func (c *cleaner) endLine() {
 		}
 	}
 	c.line = c.line[:0]
-	c.col = 0
-	c.lineRaw = c.pos + 1
+	c.col, c.wrapNext = 0, false
+	c.lineRaw = next
 	if c.keepTail > 0 && len(c.out) <= c.keepHead {
 		c.heads = append(c.heads, headLine{len(c.out), c.lineRaw})
 	}
 }
 
-// appendLine renders cells, with interior blanks as spaces and trailing ones dropped.
-func appendLine(dst []byte, line []rune) []byte {
+// appendLine renders cells: interior blanks as spaces, the cells a wide character or a
+// tab stands for as nothing, and nothing after the last visible character.
+func appendLine(dst []byte, line []rune) []byte { return appendLineTo(dst, line, 0) }
+
+// appendLineTo is appendLine keeping the spaces written before cell keep: the line the
+// cursor is on shows where typing would go, as "$ " or "Password: " do.
+func appendLineTo(dst []byte, line []rune, keep int) []byte {
 	n := len(line)
-	for n > 0 && line[n-1] == blank {
+	for n > 0 && (line[n-1] == blank || line[n-1] == ' ' && n > keep || line[n-1] == '\t' || line[n-1] == tabFill) {
 		n--
 	}
+	inTab := false
 	for _, r := range line[:n] {
-		if r == blank {
+		switch r {
+		case wideTail:
+			continue
+		case tabFill:
+			if inTab {
+				continue
+			}
+			r = ' '
+		case blank:
 			r = ' '
 		}
+		inTab = r == '\t' || inTab && r == tabFill
 		dst = utf8.AppendRune(dst, r)
 	}
 	return dst
 }
 
-// bytes returns the text so far, the current line unterminated. The slice is only valid
+// bytes returns the text so far, the current line unterminated (and keeping the spaces
+// up to the cursor). The slice is only valid
 // until the next write.
 func (c *cleaner) bytes() []byte {
 	n := len(c.out)
-	b := appendLine(c.out, c.line)
+	b := appendLineTo(c.out, c.line, c.col)
 	if c.nutf > 0 {
 		b = utf8.AppendRune(b, utf8.RuneError)
 	}
@@ -125,12 +218,24 @@ func (c *cleaner) setCol(col int) {
 	if col > len(c.line) && col > maxCol {
 		col = max(len(c.line), maxCol)
 	}
+	if c.width > 0 {
+		col = min(col, c.width-1)
+	}
 	c.col = max(col, 0)
+}
+
+// setWidth sets the terminal's width from the next byte on; 0 turns wrapping off.
+func (c *cleaner) setWidth(cols int) {
+	c.width = min(max(cols, 0), maxCol)
+	if c.width > 0 && c.col >= c.width {
+		c.col = c.width - 1
+	}
 }
 
 // csi applies the CSI sequences that change what a line shows; colours and modes are
 // simply dropped.
 func (c *cleaner) csi(final byte) {
+	c.wrapNext = false
 	switch final {
 	case 'C', 'a': // cursor forward
 		c.setCol(c.col + c.csiParam(0, 1))
@@ -159,6 +264,9 @@ func (c *cleaner) csi(final byte) {
 	case '@': // insert blank characters
 		if c.col < len(c.line) {
 			n, limit := c.csiParam(0, 1), max(len(c.line), maxCol)
+			if c.width > 0 {
+				limit = c.width
+			}
 			c.line = append(c.line[:c.col], append(make([]rune, n), c.line[c.col:]...)...)
 			// Cells pushed past the margin are lost, as on a screen; this also keeps
 			// repeated inserts from growing a line without bound.

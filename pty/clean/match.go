@@ -53,8 +53,10 @@ type Matcher struct {
 	next      int64  // raw offset of the next byte to clean
 	seen      int64  // the end of the output at the last load
 	pending   []byte // raw bytes loaded but not yet cleaned
-	checked   int64  // next at the last pass; -1 for none since a reset
-	passedAt  int64  // how much finished text (lines) the cleaner had made at the last pass
+	pendingAt int64  // the raw offset pending starts at
+	widths    []Width
+	checked   int64 // next at the last pass; -1 for none since a reset
+	passedAt  int64 // how much finished text (lines) the cleaner had made at the last pass
 	nextCheck time.Time
 }
 
@@ -125,11 +127,14 @@ func dropBeginText(re *syntax.Regexp) bool {
 const loadChunk = 64 << 10
 
 // Load takes up to loadChunk bytes of new output from the ring, up to offset upTo, and
-// reports whether more is waiting before upTo; the caller holds the session lock. The
+// reports whether more is waiting before upTo; the caller holds the session lock. ws is
+// the terminal's width over the output, as for Capped.WriteAt: the text wraps as the
+// read's would. The
 // caller passes the end of the output as it was when its pass began: a program that
 // writes faster than the matcher cleans would otherwise keep the pass from ever ending,
 // and the wait from ever looking at its deadline.
-func (mt *Matcher) Load(r *ring.Buffer, start, upTo int64) bool {
+func (mt *Matcher) Load(r *ring.Buffer, start, upTo int64, ws []Width) bool {
+	mt.widths = ws
 	mt.seen = r.End()
 	oldest := max(start, r.Start())
 	if mt.from < 0 || mt.next < oldest {
@@ -149,6 +154,7 @@ func (mt *Matcher) Load(r *ring.Buffer, start, upTo int64) bool {
 	}
 	upTo = min(upTo, r.End())
 	mt.pending, _ = r.AppendRange(mt.pending[:0], mt.next, min(upTo, mt.next+loadChunk))
+	mt.pendingAt = mt.next
 	mt.next += int64(len(mt.pending))
 	return mt.next < upTo
 }
@@ -157,7 +163,7 @@ func (mt *Matcher) Load(r *ring.Buffer, start, upTo int64) bool {
 // over the window.
 func (mt *Matcher) Check(due bool) bool {
 	t0 := time.Now()
-	mt.k.Write(mt.pending)
+	mt.k.WriteAt(mt.pending, mt.pendingAt, mt.widths)
 	mt.pending = mt.pending[:0]
 	c := &mt.k.c
 	finished := int64(len(c.out)) + c.dropped

@@ -55,7 +55,7 @@ func FuzzMatcherWindow(f *testing.F) {
 			want := re.Match(Bytes(data[:min(i+n, len(data))]))
 			var got bool
 			for more := true; more; {
-				more = mt.Load(&r, 0, r.End())
+				more = mt.Load(&r, 0, r.End(), nil)
 				got = mt.Check(!more)
 			}
 			if got != want {
@@ -79,7 +79,7 @@ func TestMatcher_BoundedText(t *testing.T) {
 		fmt.Fprint(&ringWriter{&r}, line)
 		if i%1000 == 0 {
 			for more := true; more; {
-				more = mt.Load(&r, 0, r.End())
+				more = mt.Load(&r, 0, r.End(), nil)
 				if mt.Check(!more) {
 					t.Fatalf("matched before DONE")
 				}
@@ -89,7 +89,7 @@ func TestMatcher_BoundedText(t *testing.T) {
 	fmt.Fprint(&ringWriter{&r}, "DONE\r\n")
 	matched := false
 	for more := true; more; {
-		more = mt.Load(&r, 0, r.End())
+		more = mt.Load(&r, 0, r.End(), nil)
 		matched = mt.Check(!more)
 	}
 	if !matched {

@@ -1,0 +1,71 @@
+package pty
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// zsh's PROMPT_SP marks a last line the command left unfinished (a reverse-video % or #)
+// and pads it to the terminal's width, so that the prompt starts on a line of its own.
+// The mark and its padding are the shell's: a run's output is what the command printed,
+// in every configuration that draws them.
+func TestRun_zshPromptSP(t *testing.T) {
+	needShell(t, "zsh")
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	m := newManager(t, Config{})
+	for _, tc := range []struct{ name, zshrc string }{
+		{"default", ""},
+		{"setopt", "setopt PROMPT_SP PROMPT_CR\n"},
+		{"custom mark", "PROMPT_EOL_MARK='<no newline>'\n"},
+		{"empty mark", "PROMPT_EOL_MARK=''\n"},
+		{"no PROMPT_SP", "unsetopt PROMPT_SP\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := openShell(t, m, "zsh", map[string]string{".zshrc": tc.zshrc}).SessionID
+			for _, c := range []struct{ line, want string }{
+				{"printf foo", "foo"},
+				{"echo bar", "bar\n"},
+				{"printf 'one\\ntwo'", "one\ntwo"},
+			} {
+				res := run(t, m, id, c.line)
+				if res.Output != c.want {
+					raw, _ := m.IO(t.Context(), id, Input{}, ReadOptions{Since: new(res.Command.Since - 200), Raw: true})
+					t.Errorf("run %q: output %q, want %q (raw from its start: %q)", c.line, res.Output, c.want, raw.Output)
+				}
+			}
+		})
+	}
+}
+
+// Cleaned text wraps where the terminal wrapped it: each part of the output at the width
+// it was drawn at, also after a resize.
+func TestRead_wrapsAtTheWidth(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	m := newManager(t, Config{})
+	o := bash(t)
+	o.Cols, o.Rows = 20, 10
+	id := mustOpen(t, m, o, ReadOptions{WaitFor: prompt}).SessionID
+	line := strings.Repeat("x", 15) + strings.Repeat("y", 15)
+	done := regexp.MustCompile(`(?m)^42\n`)
+	res := mustIO(t, m, id, "echo "+line+"; echo $((6*7))\n", ReadOptions{WaitFor: done})
+	if want := "xxxxxxxxxxxxxxxyyyyy\nyyyyyyyyyy\n"; !strings.Contains(res.Output, want) {
+		t.Errorf("at 20 columns: output %q, want it to hold %q", res.Output, want)
+	}
+	start := res.Cursor
+	res, err := m.IO(t.Context(), id, Input{Data: []byte("echo " + line + "; echo $((6*7))\n"), Cols: 40, Rows: 10}, ReadOptions{WaitFor: done, Timeout: waitLong})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\n" + line + "\n"; !strings.Contains(res.Output, want) {
+		t.Errorf("at 40 columns: output %q, want it to hold %q", res.Output, want)
+	}
+	// A re-read of both cleans each at its own width.
+	all := mustIO(t, m, id, "", ReadOptions{Since: new(int64(0)), End: &res.Cursor})
+	before, after, ok := strings.Cut(all.Output, "\n"+line+"\n")
+	if !ok || !strings.Contains(before, "xxxxxxxxxxxxxxxyyyyy\nyyyyyyyyyy\n") {
+		t.Errorf("re-read: %q, want the first line wrapped at 20 and the second at 40 (start %d, after %q)", all.Output, start, after)
+	}
+}
