@@ -65,6 +65,7 @@ type charmVT struct {
 	e     *charmvt.Emulator
 	title string
 	irm   irmFilter
+	shift shiftFilter // SO and SI, which vt ignores (see shiftFilter)
 }
 
 // New returns an Emulator of cols x rows on charmbracelet/x/vt (see charmVT).
@@ -110,7 +111,7 @@ func tame(e *charmvt.Emulator) bool {
 	return true
 }
 
-func (t *charmVT) Write(p []byte) { t.irm.write(t.e, p) }
+func (t *charmVT) Write(p []byte) { t.irm.write(t.e, t.shift.filter(p)) }
 
 // irmFilter follows the output closely enough to know where insert mode goes on and off
 // and, while it is on, which bytes are printed characters.
