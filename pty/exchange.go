@@ -198,7 +198,7 @@ func (s *session) collectResult(res ReadResult, b exchangeStart, w waitSpec, we 
 	if we.input != nil {
 		res.WaitingForInput = &InputWanted{Kind: we.input.kind, Prompt: promptLine(&s.ring)}
 	}
-	if mt := we.mt; mt != nil && !ro.raw && mt.Covers(from, to) {
+	if mt := we.mt; mt != nil && !ro.raw && mt.Covers(from, to) && s.plainText(from, mt) {
 		s.mu.Unlock()
 		// Already cleaned while waiting.
 		res.Output, res.OmittedBytes = mt.Text(from)

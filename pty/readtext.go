@@ -13,8 +13,9 @@ import (
 const readChunk = 64 << 10
 
 // outputText returns the output [from, to) as a read returns it: cleaned (unless raw),
-// lines wrapped at the terminal's width as it was when they were drawn, and capped at
-// maxBytes, head and tail kept (clean.Cap). hint puts the offset to re-read an
+// lines wrapped at the terminal's width as it was when they were drawn, what a
+// full-screen program drew on the alternate screen left out and, if the range ends on
+// it, the screen's rows instead (see pty/doc.go), and capped at maxBytes, head and tail kept (clean.Cap). hint puts the offset to re-read an
 // omitted part from in the marker. It returns the text, how many bytes were left out, and
 // the offset the text starts at: from, or later when the program overwrote the start
 // while it was being cleaned (the ring is full and output flows faster than a read
@@ -30,7 +31,24 @@ func (s *session) outputText(from, to int64, maxBytes int, raw, hint bool) (stri
 	if raw {
 		return s.rawText(from, to, maxBytes, hint)
 	}
+	t := s.screenTerm()
+	live := to >= s.ring.End() // the screen at to is the one shown now
+	if t != nil {
+		if _, known := t.altAt(to); !known {
+			s.mu.Unlock()
+			t.scanUpTo(to)
+			s.mu.Lock()
+			from = min(to, max(from, s.ring.Start()))
+		}
+	}
 	k := clean.NewCapped(maxBytes, int(to-from))
+	startAlt := func() {
+		if t != nil {
+			on, _ := t.altAt(from)
+			k.SetAlt(on)
+		}
+	}
+	startAlt()
 	buf := make([]byte, 0, min(to-from, readChunk))
 	widths := s.widthsLocked()
 	for pos := from; ; {
@@ -46,11 +64,25 @@ func (s *session) outputText(from, to int64, maxBytes int, raw, hint bool) (stri
 			// Overwritten before it was read: what is gone would leave a hole.
 			from, pos = min(to, oldest), min(to, oldest)
 			k.Reset()
+			startAlt()
+		}
+	}
+	if t != nil && k.Alt() {
+		// The read ends on the alternate screen: its text is the screen, not the stream
+		// that painted it.
+		if !live {
+			k.AppendScreen([]string{altNotKept})
+		} else if scr, ok := t.snapshot(to); ok && scr.AltScreen {
+			k.AppendScreen(scr.Lines)
 		}
 	}
 	text, omitted := k.Text(from, hint)
 	return text, omitted, from
 }
+
+// altNotKept stands for the alternate screen at the end of a re-read that ends before the
+// newest output: the screen of that moment is gone.
+const altNotKept = "[a full-screen program's screen: not kept for a re-read; re-read with raw: true, or read on for the screen now]"
 
 // rawText is outputText for raw output: only the head and tail clean.Cap keeps are copied.
 func (s *session) rawText(from, to int64, maxBytes int, hint bool) (string, int64, int64) {

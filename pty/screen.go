@@ -68,6 +68,13 @@ type term struct {
 	feedEv []resizeEvent
 	evCols int // size after the newest event
 	evRows int
+	// The alternate screen's switches over the output, so that a read knows whether it
+	// starts on it (altAt); altBase is the state before the first, altScanned how far
+	// they are known. altTr finds them as the output is scanned, under mu.
+	alts       []clean.AltSwitch
+	altBase    bool
+	altScanned int64
+	altTr      clean.AltTracker
 
 	// mu guards what follows; it is taken before s.mu and amu, never after them.
 	mu            sync.Mutex
@@ -269,12 +276,16 @@ func (t *term) scanTo(stop int64, drop bool) (found, full bool) {
 		t.evMu.Unlock()
 		if t.sc.Pos() < start {
 			t.sc.Gap(start) // what was not scanned in time is gone: its queries too
+			t.altTr.Lost()
 		}
+		pos := t.sc.Pos()
 		limit = min(limit, t.sc.Pos()+64<<10)
 		t.buf, _ = t.s.ring.AppendRange(t.buf[:0], t.sc.Pos(), limit)
 		t.s.mu.Unlock()
+		var switches []clean.AltSwitch
 		if len(t.buf) > 0 {
 			found = true
+			switches = t.altTr.Write(t.buf, pos, nil)
 			t.sc.Scan(t.buf)
 			t.pending = append(t.pending, t.sc.Take()...)
 			if drop && len(t.pending) > maxPending {
@@ -283,6 +294,7 @@ func (t *term) scanTo(stop int64, drop bool) (found, full bool) {
 			}
 		}
 		t.evMu.Lock()
+		t.altScannedLocked(switches, t.sc.Pos(), start)
 		for len(t.scanEv) > 0 && t.scanEv[0].at <= t.sc.Pos() {
 			t.sc.Resize(t.scanEv[0].cols, t.scanEv[0].rows)
 			t.scanEv = t.scanEv[1:]
@@ -422,4 +434,68 @@ func (s *session) widthsLocked() []clean.Width {
 		return []clean.Width{{At: 0, Cols: s.cols}}
 	}
 	return slices.Clone(s.widths)
+}
+
+// maxAltSwitches bounds the switches a session remembers; a program that flips screens
+// thousands of times leaves the older reads not knowing where they start (altAt).
+const maxAltSwitches = 4096
+
+// altScannedLocked records the switches found in the output scanned up to end, and drops
+// those before start, the oldest output still held. The caller holds evMu.
+func (t *term) altScannedLocked(switches []clean.AltSwitch, end, start int64) {
+	t.alts = append(t.alts, switches...)
+	t.altScanned = end
+	drop := 0
+	for drop < len(t.alts) && (t.alts[drop].At <= start || len(t.alts)-drop > maxAltSwitches) {
+		t.altBase = t.alts[drop].On
+		drop++
+	}
+	t.alts = slices.Delete(t.alts, 0, drop)
+}
+
+// altAt reports whether the alternate screen is on at offset at of the output, and
+// whether that is known yet (the output up to there has been scanned). Taken under s.mu.
+func (t *term) altAt(at int64) (on, known bool) {
+	t.evMu.Lock()
+	defer t.evMu.Unlock()
+	if at > t.altScanned {
+		return false, false
+	}
+	on = t.altBase
+	for i := len(t.alts) - 1; i >= 0; i-- {
+		if t.alts[i].At <= at {
+			on = t.alts[i].On
+			break
+		}
+	}
+	return on, true
+}
+
+// scanUpTo brings the scan up to offset to, so that altAt knows it. The caller holds
+// neither mu nor s.mu.
+func (t *term) scanUpTo(to int64) {
+	t.mu.Lock()
+	t.scanTo(to, true)
+	t.flush()
+}
+
+// screenTerm returns the session's terminal when it keeps a screen, else nil: reads then
+// show the alternate screen as its rows. The caller holds s.mu.
+func (s *session) screenTerm() *term {
+	if s.term == nil || s.cols*s.rows > MaxScreenCells {
+		return nil
+	}
+	return s.term
+}
+
+// plainText reports whether the matcher's text of the output from offset from is what
+// a read of it returns: not when the range starts on the alternate screen, or switches
+// screens, which a read shows differently (see outputText). The caller holds s.mu.
+func (s *session) plainText(from int64, mt *clean.Matcher) bool {
+	t := s.screenTerm()
+	if t == nil {
+		return true
+	}
+	on, known := t.altAt(from)
+	return known && !on && !mt.SawAlt()
 }

@@ -111,6 +111,15 @@ type cleaner struct {
 	g0, g1, shifted bool
 	inter           byte
 
+	// The alternate screen (DEC modes 1047 and 1049, full-screen programs): while alt is
+	// on, what is drawn is not text (unless keepAlt) and the main screen's line waits in
+	// main; sawAlt says a switch was seen at all. csiInter: the CSI has intermediates.
+	alt, keepAlt, sawAlt bool
+	main                 []rune
+	mainCol              int
+	mainWrap             bool
+	csiInter             bool
+
 	params  []byte // CSI parameter bytes (bounded)
 	private bool   // CSI has a private marker (<=>?) or intermediates: not interpreted
 	utf     [utf8.UTFMax]byte
@@ -161,7 +170,7 @@ func (c *cleaner) write(p []byte) {
 			if c.width > 0 && j-i > c.width-c.col {
 				j = i + c.width - c.col
 			}
-			if len(c.line) == 0 {
+			if len(c.line) == 0 && !c.alt {
 				k := j
 				if k+1 < len(p) && p[k] == '\r' {
 					k++
@@ -204,7 +213,7 @@ func (c *cleaner) step(b byte) bool {
 		case b == '[':
 			c.st = stCSI
 			c.params = c.params[:0]
-			c.private = false
+			c.private, c.csiInter = false, false
 		case b == ']':
 			c.st = stOSC
 		case b == 'P' || b == 'X' || b == '^' || b == '_':
@@ -258,11 +267,14 @@ func (c *cleaner) step(b byte) bool {
 				c.params = append(c.params, b)
 			}
 		case b >= 0x20 && b <= 0x2f:
-			c.private = true
+			c.private, c.csiInter = true, true
 		case b >= 0x40 && b <= 0x7e:
 			c.st = stGround
-			if !c.private {
+			switch {
+			case !c.private:
 				c.csi(b)
+			case (b == 'h' || b == 'l') && !c.csiInter && len(c.params) > 0 && c.params[0] == '?':
+				c.decModes(b == 'h')
 			}
 		default:
 			return c.inSequence(b)

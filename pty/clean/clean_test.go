@@ -2,6 +2,7 @@ package clean
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -47,6 +48,10 @@ var cleanTests = []struct {
 	{"wide character overwritten in its second cell", "日本\r\x1b[Cx", " x本"},
 	{"tab at the end of a line", "a\tb\t\n", "a\tb\n"},
 	{"tab over text only moves", "abcdefghij\r\tX", "abcdefghXj"},
+	{"alternate screen left out", "before\r\n\x1b[?1049h\x1b[H\x1b[2Jfull\r\nscreen\x1b[?1049lafter\n", "before\nafter\n"},
+	{"main line kept across the alternate screen", "$ vim\x1b[?1049h\x1b[1;1Hx\x1b[?1l\x1b[?1049l\r\n$ ", "$ vim\n$ "},
+	{"1047 and other modes in one sequence", "a\x1b[?25;1047hhidden\x1b[?1047;25lb", "ab"},
+	{"mode 47 is not the alternate screen here", "a\x1b[?47hb", "ab"},
 	{"DEC line drawing in G0", "\x1b(0lqqk\x1b(B ok", "┌──┐ ok"},
 	{"DEC line drawing shifted in", "\x1b)0a\x0extmqj\x0fb", "a│├└─┘b"},
 	{"C1 controls dropped", "a\u009bb\u0085c", "abc"},
@@ -274,5 +279,34 @@ func TestPromptSPStart(t *testing.T) {
 		if got := PromptSPStart([]byte(tt.in), tt.cols); got != tt.want {
 			t.Errorf("%s: PromptSPStart(%q, %d) = %d, want %d", tt.name, tt.in, tt.cols, got, tt.want)
 		}
+	}
+}
+
+func TestAltTracker(t *testing.T) {
+	in := "a\x1b[?1049h\x1b]0;t\x07b\x1b[?25;1049lc\x1b[?1047h\x1b[?1h\x1b[1049h\x1b[?1047\x18h\x1b[?1047l"
+	want := []AltSwitch{{9, true}, {27, false}, {36, true}, {65, false}}
+	for cut := 0; cut <= len(in); cut++ {
+		var a AltTracker
+		got := a.Write([]byte(in[:cut]), 100, nil)
+		got = a.Write([]byte(in[cut:]), 100+int64(cut), got)
+		for i := range got {
+			got[i].At -= 100
+		}
+		if !slices.Equal(got, want) || a.On() {
+			t.Fatalf("cut at %d: switches %v (on %v), want %v (off)", cut, got, a.On(), want)
+		}
+	}
+}
+
+func TestCapped_AppendScreen(t *testing.T) {
+	k := NewCapped(1000, 0)
+	k.SetAlt(false)
+	k.WriteAt([]byte("$ vim f\r\n\x1b[?1049h\x1b[Hdrawn   \x1b[2;1H~   "), 0, nil)
+	if !k.Alt() {
+		t.Fatal("Alt() = false after entering the alternate screen")
+	}
+	k.AppendScreen([]string{"line 1", "~", "", "\"f\" 1L", "", ""})
+	if got, _ := k.Text(0, false); got != "$ vim f\nline 1\n~\n\n\"f\" 1L" {
+		t.Errorf("text with the screen: %q", got)
 	}
 }

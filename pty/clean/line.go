@@ -70,6 +70,10 @@ func (c *cleaner) tab() {
 // wrap ends the current line where the terminal wraps it: the line goes on, on the next
 // row, starting with the byte being processed.
 func (c *cleaner) wrap() {
+	if c.alt && !c.keepAlt {
+		c.line, c.col, c.wrapNext = c.line[:0], 0, false
+		return
+	}
 	c.out = appendLine(c.out, c.line)
 	c.endLine(c.pos)
 }
@@ -102,8 +106,52 @@ func runeWidth(r rune) int {
 
 // newline finishes the current line.
 func (c *cleaner) newline() {
+	if c.alt && !c.keepAlt {
+		c.line, c.col, c.wrapNext = c.line[:0], 0, false
+		return
+	}
 	c.out = appendLine(c.out, c.line)
 	c.endLine(c.pos + 1)
+}
+
+// decModes applies the DEC private modes of a DECSET (set) or DECRST: of them only the
+// alternate screen changes what the text shows.
+func (c *cleaner) decModes(set bool) {
+	n, seen := 0, false
+	for _, b := range append(c.params[1:], ';') {
+		switch {
+		case b >= '0' && b <= '9':
+			n, seen = min(n*10+int(b-'0'), 99999), true
+		case b == ';':
+			if seen && (n == 1047 || n == 1049) {
+				c.setAlt(set)
+			}
+			n, seen = 0, false
+		}
+	}
+}
+
+// setAlt switches to the alternate screen or back. What a full-screen program draws
+// there is not text a person reads back as output: the main screen's current line is
+// kept aside meanwhile and is where the text goes on once the program leaves it, as on a
+// terminal, which shows the main screen again as it was.
+func (c *cleaner) setAlt(on bool) {
+	c.sawAlt = true
+	if on == c.alt {
+		return
+	}
+	c.alt = on
+	if c.keepAlt {
+		return
+	}
+	if on {
+		c.main = append(c.main[:0], c.line...)
+		c.mainCol, c.mainWrap = c.col, c.wrapNext
+		c.line, c.col, c.wrapNext = c.line[:0], 0, false
+		return
+	}
+	c.line = append(c.line[:0], c.main...)
+	c.col, c.wrapNext = c.mainCol, c.mainWrap
 }
 
 // endLine finishes the current line once its cells are in out; next is the raw offset
@@ -173,7 +221,11 @@ func appendLineTo(dst []byte, line []rune, keep int) []byte {
 // until the next write.
 func (c *cleaner) bytes() []byte {
 	n := len(c.out)
-	b := appendLineTo(c.out, c.line, c.col)
+	line, col := c.line, c.col
+	if c.alt && !c.keepAlt {
+		line, col = c.main, c.mainCol
+	}
+	b := appendLineTo(c.out, line, col)
 	if c.nutf > 0 {
 		b = utf8.AppendRune(b, utf8.RuneError)
 	}

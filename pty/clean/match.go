@@ -145,6 +145,7 @@ func (mt *Matcher) Load(r *ring.Buffer, start, upTo int64, ws []Width) bool {
 		} else {
 			mt.k.Reset()
 		}
+		mt.k.c.keepAlt = true // a pattern sees what a full-screen program draws, too
 		mt.k.c.hold = 0
 		mt.slid = false
 		mt.from, mt.next, mt.checked, mt.passedAt = oldest, oldest, -1, 0
