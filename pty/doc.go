@@ -38,6 +38,29 @@
 //   - Cleaning follows what a terminal shows on one line rather than a simpler rule: a
 //     carriage return moves to the start of the line and what follows overwrites it, so
 //     a shorter overwrite keeps the tail of the longer text, as on screen.
+//   - Cleaned text matches the terminal: lines wrap at the terminal's width as it was
+//     when they were drawn (a resize applies from where it happened in the stream), a
+//     carriage return goes back to the start of the wrapped row only, trailing spaces
+//     are dropped (except on the last line, up to the cursor: "$ " stays a prompt), and
+//     DEC line drawing shows as box characters. WaitFor matches the same wrapped text.
+//   - zsh's PROMPT_SP (its PROMPT_EOL_MARK, % or # in reverse video, padded with spaces
+//     to the terminal's width, then a carriage return) is the shell's: zsh prints it
+//     before the precmd hooks, so before the D mark, and a finished command's range ends
+//     where it begins (clean.PromptSPStart recognises it by its exact padding at the
+//     width of the moment), so `printf foo` has the output "foo".
+//   - While the alternate screen is on (DEC modes 1047/1049: vim, less, top, menus), what
+//     a full-screen program draws is not text a read returns: a read that ends on it
+//     returns the main screen's text before it and then the screen's rows (trimmed, the
+//     empty rows at the bottom dropped), so a vim edit costs its screen, not its repaint
+//     stream; a read of no new output returns nothing, as before (Screen asks for the
+//     screen whatever was printed). A read whose range leaves the alternate screen (vim's :q) returns the main
+//     screen's text around it only, as a terminal shows the main screen again; a re-read
+//     (End) that ends on the alternate screen before the newest output, whose screen is
+//     gone, ends with a one-line note instead. The read cursor moves over the whole
+//     stream as always; Raw returns the stream, and WaitFor also sees what is drawn on
+//     the alternate screen (vim's "-- INSERT --"), as the stream shows it. Without an
+//     emulator (Config.NoEmulator, or a terminal larger than MaxScreenCells) reads return
+//     the cleaned stream.
 //   - Close always ends with SIGKILL to the group and the session, also for a program
 //     that has exited, since it may have left a background job running. Once the
 //     program's pid is free, the kill is skipped if an unrelated process has taken it.

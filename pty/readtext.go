@@ -67,9 +67,9 @@ func (s *session) outputText(from, to int64, maxBytes int, raw, hint bool) (stri
 			startAlt()
 		}
 	}
-	if t != nil && k.Alt() {
+	if t != nil && k.Alt() && to > from {
 		// The read ends on the alternate screen: its text is the screen, not the stream
-		// that painted it.
+		// that painted it. An empty range printed nothing, and shows nothing.
 		if !live {
 			k.AppendScreen([]string{altNotKept})
 		} else if scr, ok := t.snapshot(to); ok && scr.AltScreen {

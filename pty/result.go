@@ -4,8 +4,11 @@ import "time"
 
 // ReadResult is what Open and IO return: the output read and the session's state.
 type ReadResult struct {
-	SessionID    string
-	Pid          int
+	SessionID string
+	Pid       int
+	// Output is the text of [Since, Cursor): cleaned (see Text in pty/clean) unless Raw,
+	// and while a full-screen program shows the alternate screen its rows instead of the
+	// stream that painted them (see the package doc).
 	Output       string
 	Since        int64   // absolute raw offset where the returned output starts
 	Cursor       int64   // absolute raw offset where it ends (the new read cursor, except after a run: see IO)

@@ -31,7 +31,7 @@ type termSize struct {
 type readResult struct {
 	SessionID    string     `json:"sessionId" jsonschema:"The session."`
 	Pid          int        `json:"pid" jsonschema:"Process id of the session's program."`
-	Output       string     `json:"output" jsonschema:"What the program printed from since to cursor, cleaned unless raw."`
+	Output       string     `json:"output" jsonschema:"What the program printed from since to cursor, cleaned unless raw; on a full screen, its rows."`
 	Since        int64      `json:"since" jsonschema:"Byte offset in the session's output stream where output starts."`
 	Cursor       int64      `json:"cursor" jsonschema:"Byte offset where output ends; the next read starts here."`
 	DroppedBytes int64      `json:"droppedBytes" jsonschema:"Bytes that fell out of the session's buffer before they could be returned."`
