@@ -69,3 +69,16 @@ func TestRead_wrapsAtTheWidth(t *testing.T) {
 		t.Errorf("re-read: %q, want the first line wrapped at 20 and the second at 40 (start %d, after %q)", all.Output, start, after)
 	}
 }
+
+// DEC line drawing, as curses programs draw boxes (tput smacs is ESC ( 0 for xterm), reads
+// as the box characters the terminal shows.
+func TestRun_lineDrawing(t *testing.T) {
+	need(t, "tput")
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	m := newManager(t, Config{})
+	id := openShell(t, m, "bash", nil).SessionID
+	res := run(t, m, id, "tput smacs; printf 'lqqk\\nmqqj'; tput rmacs; echo ' done'")
+	if want := "┌──┐\n└──┘ done\n"; res.Output != want {
+		t.Errorf("boxes drawn with tput smacs: output %q, want %q", res.Output, want)
+	}
+}
