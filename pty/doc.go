@@ -13,6 +13,14 @@
 //
 // Decisions a caller should know:
 //
+//   - A command runs under sh -c with exec in front of its last simple command
+//     (`cd web && exec npm run dev`), so the session's pid, exit code and signal are the
+//     program's: a C-c the program handles is not the shell's death by SIGINT, and kill
+//     of the pid reaches the program. Where exec would change the meaning or the line is
+//     more than the check reads (a pipeline, a subshell or compound command, a line
+//     break, a backquote, a trap, a last command in the background or a shell builtin),
+//     the command runs under sh as written and the pid is the shell's; write exec
+//     yourself to choose.
 //   - Ids are "s1", "s2", ... in creation order and never reused within a Manager (an id
 //     taken by an Open that failed is skipped).
 //   - A wait ends at the first of: WaitFor matches, the program exits, output settles,

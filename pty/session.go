@@ -174,10 +174,12 @@ func sessionEnv(extra map[string]string) []string {
 	return env
 }
 
-// commandLine returns the argv to run and the command to show for it.
+// commandLine returns the argv to run and the command to show for it. A command runs
+// under sh -c, which execs its last simple command (execLast): the session's process is
+// the program's, not a shell waiting for it.
 func commandLine(command string, env []string) (argv []string, display string) {
 	if command != "" {
-		return []string{"/bin/sh", "-c", command}, command
+		return []string{"/bin/sh", "-c", execLast(command)}, command
 	}
 	var shell string
 	for _, kv := range env {

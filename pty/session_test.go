@@ -63,7 +63,8 @@ func TestCommandLine(t *testing.T) {
 		env     []string
 		want    []string
 	}{
-		{"ls -l", nil, []string{"/bin/sh", "-c", "ls -l"}},
+		{"ls -l", nil, []string{"/bin/sh", "-c", "exec ls -l"}},
+		{"ls -l | wc", nil, []string{"/bin/sh", "-c", "ls -l | wc"}},
 		{"", []string{"SHELL=/bin/sh"}, []string{"/bin/sh", "-i"}},
 		{"", []string{"SHELL=/no/such/shell"}, []string{"/bin/bash", "-i"}},
 		{"", []string{"SHELL=bash"}, []string{"/bin/bash", "-i"}},
@@ -464,5 +465,47 @@ func TestManager_IO_waitForAfterOverflow(t *testing.T) {
 	}
 	if res.DroppedBytes <= 0 || res.Since != res.DroppedBytes || res.Cursor-res.Since != size {
 		t.Errorf("Open() since %d cursor %d dropped %d, want the last %d bytes and the drop reported", res.Since, res.Cursor, res.DroppedBytes, size)
+	}
+}
+
+func TestExecLast(t *testing.T) {
+	for _, tt := range []struct{ command, want string }{
+		{"python3 app.py", "exec python3 app.py"},
+		{"  vim notes.txt", "  exec vim notes.txt"},
+		{"cd web && npm run dev", "cd web && exec npm run dev"},
+		{"make || true; ./serve --port 0;", "make || true; exec ./serve --port 0;"},
+		{"FOO=1 BAR='a b' prog", "FOO=1 BAR='a b' exec prog"},
+		{">log 2>&1 prog -v", ">log 2>&1 exec prog -v"},
+		{"prog >log 2>&1", "exec prog >log 2>&1"},
+		{`python3 -c 'print(1); print(2)'`, `exec python3 -c 'print(1); print(2)'`},
+		{`echo "$(date; id)" && less "${f:-a b}"`, `echo "$(date; id)" && exec less "${f:-a b}"`},
+		{"prog $((1+2)) # a comment; with a separator", "exec prog $((1+2)) # a comment; with a separator"},
+		{`'python3' x`, `exec 'python3' x`},
+		// Left to sh as written.
+		{"exec python3", "exec python3"},
+		{"ls | less", "ls | less"},
+		{"(cd x; prog)", "(cd x; prog)"},
+		{"{ a; b; }", "{ a; b; }"},
+		{"if true; then prog; fi", "if true; then prog; fi"},
+		{"for i in 1 2; do echo $i; done", "for i in 1 2; do echo $i; done"},
+		{"while read l; do :; done", "while read l; do :; done"},
+		{"case x in x) prog;; esac", "case x in x) prog;; esac"},
+		{"! prog", "! prog"},
+		{"prog &", "prog &"},
+		{"sleep 1000 & echo PID=$!; wait", "sleep 1000 & echo PID=$!; wait"},
+		{"echo bye; exit 3", "echo bye; exit 3"},
+		{"kill -TERM $$", "kill -TERM $$"},
+		{"cd /tmp", "cd /tmp"},
+		{"trap 'echo bye' EXIT; prog", "trap 'echo bye' EXIT; prog"},
+		{"a\nb", "a\nb"},
+		{"cat <<EOF\nx\nEOF", "cat <<EOF\nx\nEOF"},
+		{"echo `date`", "echo `date`"},
+		{"echo 'unterminated", "echo 'unterminated"},
+		{"FOO=1", "FOO=1"},
+		{">log", ">log"},
+	} {
+		if got := execLast(tt.command); got != tt.want {
+			t.Errorf("execLast(%q) = %q, want %q", tt.command, got, tt.want)
+		}
 	}
 }
