@@ -20,6 +20,7 @@ var shellOpen = tool[openArgs, openResult]{
 		if err != nil {
 			return openResult{}, "", err
 		}
+		r.WaitPort = a.WaitPort
 		// Held open until the program has started in it, so a path swapped after the check
 		// cannot move the program out of the workspace (workspace.Dir).
 		dir, err := s.ws.OpenDir(a.Cwd)
@@ -45,6 +46,7 @@ type openArgs struct {
 	Name    string            `json:"name,omitempty" jsonschema:"A label."`
 	// Integration is on unless false is given.
 	Integration *bool `json:"integration,omitempty" jsonschema:"Default true; run needs it."`
+	WaitPort    int   `json:"waitPort,omitempty" jsonschema:"End the wait when this TCP port listens." toolschema:"minimum=1,maximum=65535"`
 	termSize
 	readArgs
 }

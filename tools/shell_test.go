@@ -1,7 +1,10 @@
 package tools
 
 import (
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -324,5 +327,40 @@ func TestShell_RunAndHistory(t *testing.T) {
 	no := callTool(t, s, "shell_io", map[string]any{"sessionId": plain["sessionId"], "run": "echo x"})
 	if !no.IsError || !strings.HasPrefix(text(no), "NO_INTEGRATION: ") {
 		t.Errorf("run without integration = %q, want NO_INTEGRATION", text(no))
+	}
+}
+
+// shell_open of a dev server returns once the server listens, as shell_io does.
+func TestShell_OpenWaitPort(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed; the test starts a real HTTP server")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s := newTestServer(t)
+	open := callTool(t, s, "shell_open", map[string]any{
+		"command": fmt.Sprintf("%s -m http.server --bind 127.0.0.1 %d", py, port), "waitPort": port, "timeoutMs": 20000,
+	})
+	if open.IsError {
+		t.Fatalf("shell_open: %s", text(open))
+	}
+	r := structured(t, open)
+	if r["reason"] != "port" || r["exited"] != false {
+		t.Fatalf("shell_open with waitPort = reason %v exited %v, want port, false; output %q", r["reason"], r["exited"], r["output"])
+	}
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatalf("the server does not answer once shell_open returned: %v", err)
+	}
+	conn.Close()
+
+	bad := callTool(t, s, "shell_open", map[string]any{"command": "true", "waitPort": 70000})
+	if !bad.IsError || !strings.HasPrefix(text(bad), "INVALID_ARGUMENT: ") {
+		t.Errorf("shell_open waitPort 70000 = %q, want INVALID_ARGUMENT", text(bad))
 	}
 }
