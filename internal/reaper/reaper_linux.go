@@ -1,0 +1,242 @@
+package reaper
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// retryAfter is how soon a zombie child left alone because a pidfd referred to it is
+// looked at again: its holder normally collects it at once, but one that only looked (an
+// os.FindProcess never waited for) closes the pidfd without a SIGCHLD to say so.
+const retryAfter = time.Second
+
+// The one reaper of the process, shared by every Start: the last stop ends it.
+var (
+	mu    sync.Mutex
+	users int
+	quit  chan struct{}
+	done  chan struct{}
+)
+
+// Start makes this process a child subreaper and collects the orphans it adopts, from now
+// until every caller of Start has called its stop. It refuses, changing nothing, where
+// the pidfd rule (see the package doc) cannot be relied on.
+func Start() (stop func(), err error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if users == 0 {
+		if err := probe(); err != nil {
+			return func() {}, err
+		}
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			return func() {}, fmt.Errorf("reaper: become a child subreaper: %w", err)
+		}
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGCHLD)
+		quit, done = make(chan struct{}), make(chan struct{})
+		go loop(sig, quit, done)
+	}
+	users++
+	var once sync.Once
+	return func() { once.Do(release) }, nil
+}
+
+// Active reports whether this process is a child subreaper now.
+func Active() bool {
+	var on int32
+	err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&on)), 0, 0, 0)
+	return err == nil && on != 0
+}
+
+func release() {
+	mu.Lock()
+	defer mu.Unlock()
+	if users--; users > 0 {
+		return
+	}
+	// Off first, so nothing more is adopted, then what was adopted meanwhile is collected.
+	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+	close(quit)
+	<-done
+	reap()
+}
+
+func loop(sig chan os.Signal, quit, done chan struct{}) {
+	defer close(done)
+	defer signal.Stop(sig)
+	retry := time.NewTimer(retryAfter)
+	retry.Stop()
+	defer retry.Stop()
+	for {
+		select {
+		case <-sig:
+		case <-retry.C:
+		case <-quit:
+			return
+		}
+		if reap() {
+			retry.Reset(retryAfter)
+		}
+	}
+}
+
+// proc is what reap reads of a process in /proc/<pid>/stat.
+type proc struct {
+	pid, ppid int
+	state     byte
+	start     uint64 // clock ticks after boot: with the pid, names one process
+}
+
+// reap collects every zombie child of this process that no pidfd here refers to, and
+// reports whether it left one that a pidfd refers to.
+func reap() (left bool) {
+	self := os.Getpid()
+	var zombies []proc
+	for _, pid := range children(self) {
+		if p, ok := readStat(pid); ok && p.state == 'Z' && p.ppid == self {
+			zombies = append(zombies, p)
+		}
+	}
+	if len(zombies) == 0 {
+		return false
+	}
+	held := pidfdTargets()
+	for _, z := range zombies {
+		if held[z.pid] {
+			left = true // some os.Process will collect it
+			continue
+		}
+		collect(z, self)
+	}
+	return left
+}
+
+// collect waits for zombie child z through a pidfd of its own, after checking that the
+// pidfd names the very process that was seen: between the reading and the pidfd, its pid
+// may have been collected by its owner and taken by a new child.
+func collect(z proc, self int) {
+	fd, err := unix.PidfdOpen(z.pid, 0)
+	if err != nil {
+		return // gone meanwhile
+	}
+	defer unix.Close(fd)
+	if p, ok := readStat(z.pid); !ok || p.start != z.start || p.state != 'Z' || p.ppid != self {
+		return
+	}
+	var info unix.Siginfo
+	_ = unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOHANG, nil)
+}
+
+// children lists this process's children: each thread's /proc children file (the kernel
+// hands an orphan to one of the threads), or, where the kernel has none, every process
+// whose parent this is.
+func children(self int) []int {
+	tids, err := os.ReadDir("/proc/self/task")
+	var pids []int
+	for _, t := range tids {
+		b, rerr := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	if err == nil {
+		return pids
+	}
+	pids = pids[:0]
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if p, ok := readStat(pid); ok && p.ppid == self {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// readStat reads state, parent and start time from /proc/<pid>/stat. The command name
+// is in parentheses and may hold anything, so fields are counted from the last ')'.
+func readStat(pid int) (proc, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return proc{}, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return proc{}, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 20 || len(f[0]) != 1 {
+		return proc{}, false
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	start, err2 := strconv.ParseUint(string(f[19]), 10, 64) // field 22
+	return proc{pid: pid, ppid: ppid, state: f[0][0], start: start}, err1 == nil && err2 == nil
+}
+
+// pidfdTargets returns the pids the pidfds open in this process refer to.
+func pidfdTargets() map[int]bool {
+	out := map[int]bool{}
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return out
+	}
+	for _, e := range entries {
+		link, err := os.Readlink("/proc/self/fd/" + e.Name())
+		// anon_inode:[pidfd] until Linux 6.9; pidfd:[<inode>] since pidfs.
+		if err != nil || link != "anon_inode:[pidfd]" && !strings.HasPrefix(link, "pidfd:") {
+			continue
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			if v, ok := strings.CutPrefix(line, "Pid:"); ok {
+				if pid, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && pid > 0 {
+					out[pid] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// errNoPidfd refuses to reap where os/exec children carry no pidfd to tell them apart.
+var errNoPidfd = errors.New("reaper: os/exec holds no pidfd for its children here (needs Go 1.23 and Linux 5.4), " +
+	"so an adopted orphan could not be told from a child some Cmd.Wait collects; not becoming a subreaper")
+
+// probe checks what reap relies on, on this system: that a child os/exec started and has
+// not yet waited for is found by pidfdTargets.
+func probe() error {
+	cmd := exec.Command("/bin/sh", "-c", "exit 0")
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("reaper: start a probe child: %w", err)
+	}
+	found := pidfdTargets()[cmd.Process.Pid]
+	_ = cmd.Wait()
+	if !found {
+		return errNoPidfd
+	}
+	return nil
+}
