@@ -4,8 +4,8 @@
 //
 // A Manager owns the sessions of one server process. Each session's program runs in its
 // own session and process group (setsid, with the terminal as its controlling tty), and
-// signals go to the whole group and to the rest of the session, so a background job dies
-// with the session. A goroutine per session drains the terminal into a bounded ring
+// signals go to the whole group and to the rest of the session's processes, so a
+// background job, or a server that left with setsid, dies with the session. A goroutine per session drains the terminal into a bounded ring
 // buffer whether or not anyone reads, so the program never blocks on a full terminal and
 // memory stays bounded however much it prints. Output is addressed by absolute byte
 // offsets in the stream; what fell out of the ring is reported as DroppedBytes, never
@@ -69,9 +69,17 @@
 //     the alternate screen (vim's "-- INSERT --"), as the stream shows it. Without an
 //     emulator (Config.NoEmulator, or a terminal larger than MaxScreenCells) reads return
 //     the cleaned stream.
-//   - Close always ends with SIGKILL to the group and the session, also for a program
-//     that has exited, since it may have left a background job running. Once the
-//     program's pid is free, the kill is skipped if an unrelated process has taken it.
+//   - A session's processes are all of it, also those that called setsid: those in its
+//     session, those whose parent is one of them, and the orphans this process adopted
+//     as a child subreaper that carry the session's mark, MCP_HARNESS_SESSION=<id>.<nonce>,
+//     in their environment (escapees_linux.go; the server is the subreaper, see
+//     internal/reaper). Without the subreaper an orphan that left with setsid goes to
+//     init and is not found; nor is a process that cleared its environment after it left.
+//   - Close always ends with SIGKILL to the group and to all of the session's processes,
+//     also for a program that has exited, since it may have left a background job
+//     running, and returns once they are gone (up to 5s for one that cannot die). Once
+//     the program's pid is free, the group and session id are skipped if an unrelated
+//     process has taken the pid; what the mark finds is still killed.
 //   - Reads and Resize work on an exited session until it is closed; only input is
 //     refused (ErrExited). When MaxSessions is reached, Open evicts the oldest exited
 //     session; with none, it fails with a *LimitError naming what to close.
@@ -100,9 +108,8 @@
 //     at a prompt is recorded, its output starting after the terminal's echo of what was
 //     typed (or the last continuation prompt).
 //   - End re-reads [Since, End) and waits for nothing; it moves no cursor.
-//   - WaitPort and Info.Ports count TCP sockets in LISTEN held by processes of the
-//     session (its session id: what setsid'd itself away is not counted); Linux only,
-//     refused elsewhere.
+//   - WaitPort and Info.Ports count TCP sockets in LISTEN held by the session's
+//     processes, setsid'd ones included; Linux only, refused elsewhere.
 //   - Paste with bracketed paste off types the text as it is.
 //   - Every session has a terminal side (screen.go): a scanner that reads all output on
 //     its own goroutine and answers the terminal queries programs wait on (vt.Scanner

@@ -17,6 +17,11 @@ import (
 	"github.com/mcp-harness/mcp-harness/internal/quote"
 )
 
+// killWait bounds how long Close waits, after SIGKILL, for the processes of a session
+// other than its program to be gone (awaitGone): dying takes milliseconds, but a process
+// in uninterruptible sleep may not die at all.
+const killWait = 5 * time.Second
+
 // exitDrain bounds how long an exit waits for the rest of the output once the program's
 // process has been reaped. Normally the master reports end of output at once; when a
 // background grandchild still holds the terminal open it never does, and the exit must be
@@ -43,6 +48,7 @@ type Manager struct {
 	wg sync.WaitGroup
 
 	shellFiles shellFiles // the shell integration scripts
+	nonce      string     // this Manager's part of its sessions' marks (markVar)
 }
 
 // NewManager returns a Manager with cfg's zero fields set to their defaults.
@@ -59,7 +65,7 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger, sessions: make(map[string]*session)}
+	return &Manager{cfg: cfg, log: cfg.Logger, sessions: make(map[string]*session), nonce: newNonce()}
 }
 
 // Open starts a program under a new terminal, then waits for its first output the way IO
@@ -378,9 +384,10 @@ func (m *Manager) stop(ctx context.Context, ss []*session, sig syscall.Signal, g
 			live = append(live, s)
 		}
 	}
+	var killed []procKey // what the signals reached besides the programs: awaitGone's
 	if sig != syscall.SIGKILL {
 		for _, s := range live {
-			s.kill(sig)
+			killed = append(killed, s.kill(sig)...)
 		}
 	}
 	if sig != syscall.SIGKILL && grace > 0 && len(live) > 0 {
@@ -399,8 +406,9 @@ func (m *Manager) stop(ctx context.Context, ss []*session, sig syscall.Signal, g
 		t.Stop()
 	}
 	for _, s := range ss {
-		s.kill(syscall.SIGKILL)
+		killed = append(killed, s.kill(syscall.SIGKILL)...)
 	}
+	awaitGone(killed, time.Now().Add(killWait))
 	for _, s := range ss {
 		<-s.exitDone
 		s.mu.Lock()
@@ -410,6 +418,7 @@ func (m *Manager) stop(ctx context.Context, ss []*session, sig syscall.Signal, g
 	}
 	for _, s := range ss {
 		<-s.readerDone
+		unregisterLeader(s.pid, s.mark)
 	}
 	return cut
 }

@@ -43,43 +43,58 @@ func listening(port int) map[uint64]int {
 	return out
 }
 
-// sessionPorts returns, for each of the session ids in sids, the TCP ports its processes
-// listen on, sorted; only port when it is not 0.
+// sessionPorts returns, for each of the sessions whose programs' pids are in sids, the
+// TCP ports its processes (sessionTree: also those that called setsid) listen on, sorted;
+// only port when it is not 0.
 func sessionPorts(sids map[int]bool, port int) map[int][]int {
 	socks := listening(port)
 	if len(socks) == 0 {
 		return nil
 	}
+	refs := make([]sessionRef, 0, len(sids))
+	for pid := range sids {
+		refs = append(refs, sessionRef{leader: pid, mark: leaderMark(pid), bySid: true})
+	}
 	out := map[int][]int{}
-	walkProc(func(pid int, stat []byte) {
-		sid, _, ok := statIDs(stat)
-		if !ok || !sids[sid] {
-			return
-		}
-		dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
-		d, err := os.Open(dir)
-		if err != nil {
-			return
-		}
-		fds, _ := d.Readdirnames(-1)
-		d.Close()
-		for _, fd := range fds {
-			link, err := os.Readlink(dir + fd)
-			if err != nil {
-				continue
-			}
-			s, ok := strings.CutPrefix(link, "socket:[")
-			if !ok {
-				continue
-			}
-			inode, err := strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64)
-			if p, found := socks[inode]; err == nil && found && !slices.Contains(out[sid], p) {
-				out[sid] = append(out[sid], p)
+	for i, pids := range sessionTree(refs) {
+		sid := refs[i].leader
+		for _, proc := range pids {
+			for _, p := range socketPorts(proc.pid, socks) {
+				if !slices.Contains(out[sid], p) {
+					out[sid] = append(out[sid], p)
+				}
 			}
 		}
-	})
+	}
 	for _, ps := range out {
 		slices.Sort(ps)
 	}
 	return out
+}
+
+// socketPorts returns the ports of the sockets of socks that process pid holds open.
+func socketPorts(pid int, socks map[uint64]int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	fds, _ := d.Readdirnames(-1)
+	d.Close()
+	var ports []int
+	for _, fd := range fds {
+		link, err := os.Readlink(dir + fd)
+		if err != nil {
+			continue
+		}
+		s, ok := strings.CutPrefix(link, "socket:[")
+		if !ok {
+			continue
+		}
+		inode, err := strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64)
+		if p, found := socks[inode]; err == nil && found {
+			ports = append(ports, p)
+		}
+	}
+	return ports
 }

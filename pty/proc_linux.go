@@ -9,8 +9,8 @@ import (
 // sessionMembers returns the pids of the processes whose session id is sid. Signalling the
 // process group is not enough on its own: an interactive shell gives each background job
 // its own process group, but every job stays in the shell's session, so walking /proc for
-// the session catches `sleep 1000 &` typed at a bash prompt. Best effort: a process that
-// called setsid itself has left on purpose and is not found.
+// the session catches `sleep 1000 &` typed at a bash prompt. A process that called setsid
+// is no member: sessionTree finds those as well.
 func sessionMembers(sid int) []int {
 	var pids []int
 	walkProc(func(pid int, stat []byte) {
@@ -37,12 +37,20 @@ func statSession(stat []byte) (int, bool) {
 	return n, err == nil
 }
 
-// signalSession sends sig to the process group pgid and to every other process in the
-// session sid (see sessionMembers). Errors are ignored: the usual one is ESRCH, nothing
-// left to signal.
-func signalSession(pgid, sid int, sig syscall.Signal) {
-	_ = syscall.Kill(-pgid, sig)
-	for _, pid := range sessionMembers(sid) {
-		_ = syscall.Kill(pid, sig)
+// signalSession sends sig to the process group leader and to every process of its
+// session (sessionTree: also those that called setsid), and returns the processes other than
+// leader that took it. With bySid false the group and the session id are left alone:
+// they may be a stranger's by now (see session.kill). Errors are ignored: the usual one
+// is ESRCH, nothing left to signal.
+func signalSession(leader int, mark string, bySid bool, sig syscall.Signal) []procKey {
+	if bySid {
+		_ = syscall.Kill(-leader, sig)
 	}
+	var hit []procKey
+	for _, p := range sessionTree([]sessionRef{{leader: leader, mark: mark, bySid: bySid}})[0] {
+		if syscall.Kill(p.pid, sig) == nil && p.pid != leader {
+			hit = append(hit, p)
+		}
+	}
+	return hit
 }

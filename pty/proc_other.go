@@ -9,7 +9,12 @@ import "syscall"
 // the shell's own SIGHUP forwarding.
 func sessionMembers(sid int) []int { return nil }
 
-// signalSession sends sig to the process group pgid.
-func signalSession(pgid, sid int, sig syscall.Signal) {
-	_ = syscall.Kill(-pgid, sig)
+// signalSession sends sig to the process group leader (with bySid false, not even
+// that: the group may be a stranger's by now). It returns no pids: nothing outside the
+// group is signalled here.
+func signalSession(leader int, mark string, bySid bool, sig syscall.Signal) []procKey {
+	if bySid {
+		_ = syscall.Kill(-leader, sig)
+	}
+	return nil
 }

@@ -25,6 +25,7 @@ import (
 // start; the ones below are guarded by mu.
 type session struct {
 	id, name, command, dir string
+	mark                   string // markVar's value in its processes' environment
 	seq                    int
 	pid                    int // also the process group and session id: the program runs under setsid
 	startedAt              time.Time
@@ -102,9 +103,10 @@ func (m *Manager) start(id string, seq int, o OpenOptions) (*session, error) {
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
+	mark := id + "." + m.nonce
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = o.enterDir()
-	cmd.Env = env
+	cmd.Env = append(env, markVar+"="+mark) // last, so no Env given can take it away
 	ws := &creackpty.Winsize{Cols: uint16(o.Cols), Rows: uint16(o.Rows)}
 	// Setsid makes the program a session and process group leader, so one kill(-pgid)
 	// reaches everything it starts; Setctty makes the terminal its controlling tty, so
@@ -124,7 +126,7 @@ func (m *Manager) start(id string, seq int, o OpenOptions) (*session, error) {
 	}
 	now := time.Now()
 	s := &session{
-		id: id, name: o.Name, command: display, dir: dir,
+		id: id, name: o.Name, command: display, dir: dir, mark: mark,
 		seq:        seq,
 		pid:        cmd.Process.Pid,
 		startedAt:  now,
@@ -141,6 +143,7 @@ func (m *Manager) start(id string, seq int, o OpenOptions) (*session, error) {
 		filter:       marks.Filter{Consume: kind != kindNone},
 		sh:           shellState{kind: kind, promptAt: -1, inputAt: -1, drawnAt: -1},
 	}
+	registerLeader(s.pid, mark)
 	m.startTerm(s)
 	m.wg.Add(2)
 	go func() { defer m.wg.Done(); s.readLoop() }()
@@ -322,23 +325,25 @@ func (s *session) hasExited() bool {
 	return s.status.exited
 }
 
-// kill sends sig to the program's process group and session (see signalSession), and
-// SIGCONT after it so a stopped job acts on it now rather than after the grace.
-func (s *session) kill(sig syscall.Signal) {
+// kill sends sig to the program's process group and to every process of the session,
+// also those that called setsid (see signalSession), and SIGCONT after it so a stopped job
+// acts on it now rather than after the grace. It returns the processes other than the
+// program that took sig.
+func (s *session) kill(sig syscall.Signal) []procKey {
 	s.mu.Lock()
 	reaped := s.reaped
 	s.mu.Unlock()
 	// Once the leader is reaped its pid is free. While any process of the session is left,
 	// the kernel keeps that number as their group and session id and hands it to nobody
 	// else; if a process with that pid exists now, the number was reused, nothing of ours
-	// is left, and the signal must not go to a stranger.
-	if reaped && syscall.Kill(s.pid, 0) != syscall.ESRCH {
-		return
-	}
-	signalSession(s.pid, s.pid, sig)
+	// is left in the group or the session, and the signal must not go to a stranger's.
+	// What the mark finds is still ours.
+	bySid := !reaped || syscall.Kill(s.pid, 0) == syscall.ESRCH
+	hit := signalSession(s.pid, s.mark, bySid, sig)
 	if sig != syscall.SIGKILL && sig != syscall.SIGCONT && sig != syscall.SIGSTOP {
-		signalSession(s.pid, s.pid, syscall.SIGCONT)
+		signalSession(s.pid, s.mark, bySid, syscall.SIGCONT)
 	}
+	return hit
 }
 
 func (s *session) resize(cols, rows int) error {

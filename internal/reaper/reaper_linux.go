@@ -123,6 +123,24 @@ func reap() (left bool) {
 	return left
 }
 
+// Collect collects process pid if it is a zombie child of this process that no pidfd
+// here refers to (see the package doc), and reports whether pid is gone now: for a
+// caller that killed an orphan it adopted and wants it gone before it goes on, without
+// waiting for the reaper's next round.
+func Collect(pid int) bool {
+	self := os.Getpid()
+	p, ok := readStat(pid)
+	switch {
+	case !ok:
+		return true
+	case p.state != 'Z' || p.ppid != self || pidfdTargets()[pid]:
+		return false
+	}
+	collect(p, self)
+	_, ok = readStat(pid)
+	return !ok
+}
+
 // collect waits for zombie child z through a pidfd of its own, after checking that the
 // pidfd names the very process that was seen: between the reading and the pidfd, its pid
 // may have been collected by its owner and taken by a new child.

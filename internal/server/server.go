@@ -84,6 +84,8 @@ type Server struct {
 	runner store.Runner
 	shells *pty.Manager
 	tasks  *tasks.Engine
+	// stopReaper ends the child subreaper that open started (startReaper).
+	stopReaper func()
 
 	closed sync.Once
 }
@@ -149,6 +151,7 @@ func (s *Server) open(ctx context.Context) error {
 		Recorder:    sessionRecorder{db: db, runnerID: s.tasks.RunnerID},
 		Logger:      s.log,
 	})
+	s.stopReaper = startReaper(s.log)
 	s.table.Start(s.shells, s.tasks)
 	s.log.Info("runner started", "workspace", s.ws.Root, "state", s.ws.StateDir, "pid", os.Getpid(), "version", cfg.Version)
 	return nil
@@ -359,6 +362,7 @@ func (s *Server) Close(ctx context.Context) error {
 		wg.Go(func() { tasksErr = s.tasks.Close(ctx) })
 		wg.Go(func() { shellsErr = s.shells.Shutdown(ctx) })
 		wg.Wait()
+		s.stopReaper() // after the sessions, whose escapees it may still have to collect
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopRunnerTimeout)
 		defer cancel()
 		if stopErr := s.db.StopRunner(stopCtx, s.tasks.RunnerID()); stopErr != nil {
