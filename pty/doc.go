@@ -111,6 +111,12 @@
 //   - WaitPort and Info.Ports count TCP sockets in LISTEN held by the session's
 //     processes, setsid'd ones included; Linux only, refused elsewhere.
 //   - Paste with bracketed paste off types the text as it is.
+//   - Input.Keys are sent as a terminal sends them in the modes the program has set (the
+//     scanner follows them): the cursor keys, Home and End as ESC O x under application
+//     cursor mode (DECCKM), the keypad keys (KP0..KP9, KPEnter...) as ESC O x under
+//     application keypad mode (DECKPAM/DECNKM). The mode is that of all output read
+//     before the keys are written; without a terminal side (Config.NoEmulator) keys go
+//     in the normal modes.
 //   - Every session has a terminal side (screen.go): a scanner that reads all output on
 //     its own goroutine and answers the terminal queries programs wait on (vt.Scanner
 //     lists them), and a VT emulator (vt.Emulator) that keeps the screen for

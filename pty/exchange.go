@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -26,6 +27,14 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, in Input,
 		return s.reread(op, ro, res)
 	}
 
+	if len(in.Keys) > 0 {
+		// Encoded now, in the modes of the output up to here, and sent with Data.
+		keys, err := appendKeys(slices.Clip(in.Data), in.Keys, s.term.keyModes())
+		if err != nil {
+			return res, err
+		}
+		in.Data, in.Keys = keys, nil
+	}
 	b, err := s.beginExchange(op, in, ro, opening)
 	if err != nil {
 		return res, err

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/quote"
+	"github.com/mcp-harness/mcp-harness/pty/vt"
 )
 
 // killWait bounds how long Close waits, after SIGKILL, for the processes of a session
@@ -240,8 +241,13 @@ func (m *Manager) IO(ctx context.Context, id string, in Input, r ReadOptions) (R
 	if err != nil {
 		return ReadResult{}, err
 	}
-	if len(in.Data) > MaxInputBytes {
-		return ReadResult{}, invalidf(op, "input is %d bytes; send at most %d per call", len(in.Data), MaxInputBytes)
+	// The keys' longest encoding (all modes on) bounds what they may send.
+	keys, err := appendKeys(nil, in.Keys, vt.KeyModes{Cursor: true, Keypad: true})
+	if err != nil {
+		return ReadResult{}, err
+	}
+	if n := len(in.Data) + len(keys); n > MaxInputBytes {
+		return ReadResult{}, invalidf(op, "input is %d bytes; send at most %d per call", n, MaxInputBytes)
 	}
 	if err := checkInput(op, in, r); err != nil {
 		return ReadResult{}, err

@@ -155,9 +155,12 @@ type ReadOptions struct {
 
 // Input is what IO sends to a session before it reads.
 type Input struct {
-	// Data is written to the terminal verbatim (ParseKeys turns key names into bytes); at
-	// most MaxInputBytes.
+	// Data is written to the terminal verbatim; at most MaxInputBytes with Keys.
 	Data []byte
+	// Keys are tmux-style key names (vt.Key lists them) sent after Data, as a terminal
+	// sends them in the modes the program has set at the moment they are written: the
+	// cursor keys under application cursor mode (DECCKM) send ESC O A, not ESC [ A.
+	Keys []string
 	// Cols and Rows, when given (both, each 1..MaxSize), resize the terminal before Data
 	// is written, so the program draws its answer at the new size; both zero leave the
 	// size alone.
@@ -166,7 +169,10 @@ type Input struct {
 	// waits for the shell to come back to its prompt and returns only that command's
 	// output (see IO). Not with Data.
 	Run string
-	// Paste sends Data as one bracketed paste when the program has turned bracketed
-	// paste on, a final newline as Enter after it; otherwise Data is typed as it is.
+	// Paste sends Data (and Keys) as one bracketed paste when the program has turned
+	// bracketed paste on, a final newline as Enter after it; otherwise Data is typed as it is.
 	Paste bool
 }
+
+// typed reports whether the input sends anything besides a run's line.
+func (in Input) typed() bool { return len(in.Data) > 0 || len(in.Keys) > 0 }

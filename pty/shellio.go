@@ -32,13 +32,13 @@ func checkRange(op string, r ReadOptions) error {
 // checkInput refuses Run, Paste and End combinations that cannot be meant.
 func checkInput(op string, in Input, r ReadOptions) error {
 	switch {
-	case r.End != nil && (len(in.Data) > 0 || in.Run != ""):
+	case r.End != nil && (in.typed() || in.Run != ""):
 		return invalidf(op, "end re-reads output and takes no input; send the input in another call")
-	case in.Paste && len(in.Data) == 0:
+	case in.Paste && !in.typed():
 		return invalidf(op, "paste needs input: the text to paste")
 	case in.Run == "":
 		return nil
-	case len(in.Data) > 0:
+	case in.typed():
 		return invalidf(op, "run types its own command line; send input or keys in a separate call")
 	case in.Paste:
 		return invalidf(op, "run types one line and needs no paste; to paste several lines, send them as input with paste")

@@ -27,11 +27,7 @@ var shellIO = tool[ioArgs, readResult]{
 			return readResult{}, "", err
 		}
 		r.Since, r.End, r.WaitPort = a.Since, a.End, a.WaitPort
-		keys, err := pty.ParseKeys(a.Keys)
-		if err != nil {
-			return readResult{}, "", err
-		}
-		in := pty.Input{Data: append([]byte(a.Input), keys...), Cols: orZero(a.Cols), Rows: orZero(a.Rows), Run: a.Run, Paste: a.Paste}
+		in := pty.Input{Data: []byte(a.Input), Keys: a.Keys, Cols: orZero(a.Cols), Rows: orZero(a.Rows), Run: a.Run, Paste: a.Paste}
 		start := time.Now()
 		stop := protocol.ReportProgress(ctx, req, func() string {
 			what := "output to settle"

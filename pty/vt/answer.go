@@ -38,6 +38,12 @@ func (sc *Scanner) csi(f byte, end int64) {
 		}
 		return
 	}
+	if sc.inter == '!' && f == 'p' && sc.priv == 0 {
+		// DECSTR, the soft reset: of the modes kept here, it puts the keys back to normal
+		// (cursor keys and keypad), what a key sent after it must follow.
+		sc.setDec(1, false)
+		sc.setDec(66, false)
+	}
 	if sc.inter != 0 {
 		if !(sc.inter == ' ' && f == 'q') { // DECSCUSR only sets the cursor's shape
 			sc.barrier()
@@ -142,10 +148,7 @@ func (sc *Scanner) setModes(set, dec bool) {
 			if barrierDEC[mode] {
 				sc.barrier()
 			}
-			if sc.st.Dec == nil {
-				sc.st.Dec = map[int]bool{}
-			}
-			sc.st.Dec[mode] = set
+			sc.setDec(mode, set)
 			continue
 		}
 		if barrierANSI[mode] {
@@ -156,6 +159,14 @@ func (sc *Scanner) setModes(set, dec bool) {
 		}
 		sc.st.ANSI[mode] = set
 	}
+}
+
+// setDec records DEC private mode mode as set or reset.
+func (sc *Scanner) setDec(mode int, set bool) {
+	if sc.st.Dec == nil {
+		sc.st.Dec = map[int]bool{}
+	}
+	sc.st.Dec[mode] = set
 }
 
 // reportMode answers DECRQM for mode.

@@ -363,6 +363,8 @@ func (sc *Scanner) escape(b byte, at int64) {
 		sc.st = State{}
 		sc.barrier()
 		sc.addPoint(sc.seqAt, false)
+	case b == '=' || b == '>': // DECKPAM, DECKPNM: the keypad mode, which DECNKM (66) reports
+		sc.setDec(66, b == '=')
 	case b == '7' || b == '8' || b == 'M' || b == 'D' || b == 'E':
 		sc.barrier() // cursor restored or moved by a line
 	case b < 0x20 || b == 0x7f:
