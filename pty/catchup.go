@@ -163,6 +163,7 @@ func (t *term) jump(at int64, st *vt.State, line bool) {
 	if t.emu == nil {
 		return
 	}
+	t.emu.Forget()
 	// CAN ends any sequence the emulator was in the middle of.
 	pre := []byte{0x18}
 	if st != nil {

@@ -37,6 +37,9 @@ type Emulator interface {
 	Title() string
 	// Lines appends the screen shown, one string per row with trailing spaces removed.
 	Lines(dst []string) []string
+	// Forget drops the rows kept above the main screen (what a grow brings back): the
+	// output they came from is being skipped.
+	Forget()
 }
 
 // emulatorParserData bounds the payload of one OSC, DCS or APC sequence the emulator keeps
@@ -54,7 +57,11 @@ const emulatorParserData = 16 << 10
 //     vt's writes to it fail at once instead of blocking (it ignores the error);
 //   - scrollback: vt keeps 10,000 lines behind each of its two screens, copying the line
 //     and shifting the whole history for every line scrolled out once it is full. Only
-//     the visible screen is reported here, so both screens go without;
+//     the visible screen is reported here, so both screens go without, except for the
+//     few rows a grow brings back after a shrink (resize.go);
+//   - resizing cuts the bottom of the screen off, the cursor row with it (resize.go);
+//   - a wide character printed at the last column vanishes; xterm and tmux print it at
+//     the start of the next row when autowrap is on: the filter below wraps first.
 //   - ED 3 (CSI 3 J) erases the saved lines only in xterm; vt also blanks the screen;
 //   - titles containing ';' are dropped by vt (it splits the whole payload on ';');
 //   - insert mode (IRM, CSI 4 h) is recorded but ignored by vt: text overwrites instead of
@@ -63,6 +70,7 @@ const emulatorParserData = 16 << 10
 //     mode does.
 type charmVT struct {
 	e     *charmvt.Emulator
+	in    *internals // nil if vt's layout is not the one reach knows
 	title string
 	irm   irmFilter
 	shift shiftFilter // SO and SI, which vt ignores (see shiftFilter)
@@ -75,10 +83,19 @@ func New(cols, rows int) Emulator {
 		_ = c.Close()
 	}
 	t := &charmVT{e: e}
-	tame(e)
+	if tame(e) {
+		t.in = reach(e)
+	}
+	t.irm.in = t.in
 	e.RegisterCsiHandler('J', func(params ansi.Params) bool {
 		n, _, _ := params.Param(0, 0)
-		return n == 3 // handled: nothing to erase without scrollback; others fall through to vt's
+		if n != 3 {
+			return false // vt's
+		}
+		if t.in != nil {
+			t.in.forget() // the history only; the screen stays
+		}
+		return true
 	})
 	for _, cmd := range []int{0, 2} { // 1 names the icon only
 		e.RegisterOscHandler(cmd, func(data []byte) bool {
@@ -114,8 +131,13 @@ func tame(e *charmvt.Emulator) bool {
 func (t *charmVT) Write(p []byte) { t.irm.write(t.e, t.shift.filter(p)) }
 
 // irmFilter follows the output closely enough to know where insert mode goes on and off
-// and, while it is on, which bytes are printed characters.
+// and, while it is on, which bytes are printed characters; and where a wide character
+// is printed, to wrap it when it does not fit the row (wrapWide).
 type irmFilter struct {
+	in    *internals // for wrapWide; nil leaves wide characters to vt
+	pend  []byte     // the start of a character the last write ended in
+	prev  rune       // the character before, if not ASCII (0 after ASCII or a control)
+	wide  bool       // a wide character's cluster is being printed: endWide once it ends
 	on    bool
 	state uint8 // irmGround and the rest below
 	mode  int   // the CSI parameter being read
@@ -136,11 +158,45 @@ const (
 
 // write parses p into e, rewriting printed characters while insert mode is on.
 func (f *irmFilter) write(e *charmvt.Emulator, p []byte) {
+	if len(f.pend) > 0 {
+		p = append(f.pend, p...)
+		f.pend = nil
+	}
 	from := 0 // p[from:] is not written yet
 	for i := 0; i < len(p); i++ {
 		b := p[i]
 		switch f.state {
 		case irmGround:
+			if b < 0xc0 {
+				if b < 0x80 {
+					if f.wide {
+						from = f.endWide(e, p, from, i)
+					}
+					f.prev = 0
+				}
+			} else if !f.on && f.in != nil {
+				if !utf8.FullRune(p[i:]) {
+					// Held until its last bytes come: whether it fits depends on its width.
+					f.flush(e, p[from:i])
+					f.pend = append([]byte(nil), p[i:]...)
+					return
+				}
+				r, size := utf8.DecodeRune(p[i:])
+				if !joins(f.prev, r) {
+					if f.wide {
+						from = f.endWide(e, p, from, i)
+					}
+					if r >= 0x1100 && ansi.StringWidth(string(r)) == 2 {
+						f.flush(e, p[from:i]) // which also ends vt's cluster before r
+						from = i
+						f.in.wrapWide(e)
+						f.wide = true
+					}
+				}
+				f.prev = r
+				i += size - 1
+				break
+			}
 			if b == 0x1b {
 				f.state = irmEsc
 			} else if f.on && b >= 0x20 && b != 0x7f {
@@ -202,9 +258,26 @@ func (f *irmFilter) write(e *charmvt.Emulator, p []byte) {
 			}
 		}
 	}
-	if from < len(p) {
-		_, _ = e.Write(p[from:])
+	f.flush(e, p[from:])
+}
+
+// flush writes p, the output up to a place the filter acts at. vt prints the character it
+// holds back at the end of each write, so a wide one that was being printed is done.
+func (f *irmFilter) flush(e *charmvt.Emulator, p []byte) {
+	if len(p) > 0 {
+		_, _ = e.Write(p)
 	}
+	if f.wide {
+		f.wide = false
+		f.in.endWide(e)
+	}
+}
+
+// endWide writes p[from:i], which ends with the cluster of a wide character, at i where
+// the next character begins, and returns i: the new from.
+func (f *irmFilter) endWide(e *charmvt.Emulator, p []byte, from, i int) int {
+	f.flush(e, p[from:i])
+	return i
 }
 
 // printed takes one byte of a printed character in insert mode and, once the character
@@ -222,7 +295,19 @@ func (f *irmFilter) printed(e *charmvt.Emulator, b byte) {
 	f.rune = f.rune[:0]
 }
 
-func (t *charmVT) Resize(cols, rows int) { t.e.Resize(cols, rows) }
+func (t *charmVT) Resize(cols, rows int) {
+	if t.in == nil {
+		t.e.Resize(cols, rows)
+		return
+	}
+	t.in.resize(t.e, cols, rows)
+}
+
+func (t *charmVT) Forget() {
+	if t.in != nil {
+		t.in.forget()
+	}
+}
 
 func (t *charmVT) Size() (int, int) { return t.e.Width(), t.e.Height() }
 

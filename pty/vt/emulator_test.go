@@ -102,6 +102,18 @@ func TestEmulatorTamed(t *testing.T) {
 	if n := e.ScrollbackLen(); n != 0 {
 		t.Errorf("scrollback holds %d lines, want 0", n)
 	}
+	if reach(e) == nil {
+		t.Error("reach: vt's layout changed; resizing, wide characters and history fall back to vt's")
+	}
+	// After a shrink the main screen keeps a few rows of history, no more.
+	ne := New(80, 24).(*charmVT)
+	ne.Resize(80, 12)
+	for i := 0; i < 200; i++ {
+		ne.Write([]byte("line\r\n"))
+	}
+	if n, want := ne.e.ScrollbackLen(), historyRows(80); n != want {
+		t.Errorf("history holds %d lines, want %d", n, want)
+	}
 }
 
 func TestEmulator_lines(t *testing.T) {
