@@ -127,6 +127,12 @@
 //     scrolling rows); a snapshot or a cursor query catches it up first. A screen
 //     reflects at least the output up to the call's Cursor. Terminals over
 //     MaxScreenCells have no emulator.
+//   - The screen resizes as tmux's does: a shrink drops the rows below the cursor, then
+//     scrolls the top rows off, so the cursor row stays in view; a grow brings back the
+//     rows scrolled off since a shrink (at most about 8,000 cells of them; none across a
+//     skip ahead or ED 3), then adds blank rows. Lines are cut or padded to a new width,
+//     not rewrapped (as in xterm; tmux rewraps). A wide character that does not fit the
+//     last column goes to the next row with autowrap on, and is dropped with it off.
 //
 // What touches no session state lives in subpackages, which know nothing of this one: ring
 // (the output buffer, by absolute offset), clean (terminal output as the text a person

@@ -39,7 +39,8 @@ func TestManager_IO_keysDialogMenu(t *testing.T) {
 }
 
 // A curses program in keypad mode reads the cursor keys, Home, End and the keypad as
-// curses keys, in the modes it turned on.
+// curses keys, in the modes it turned on; also on a terminal too large to keep a screen
+// for, where only the scanner follows the modes.
 func TestManager_IO_keysCursesKeypad(t *testing.T) {
 	need(t, "python3")
 	t.Cleanup(func() { goleak.VerifyNone(t) })
@@ -52,13 +53,17 @@ def main(w):
     return [curses.keyname(w.getch()).decode() for _ in range(8)]
 print("KEYS=" + " ".join(curses.wrapper(main)))
 `)
-	res := mustOpen(t, m, OpenOptions{Command: "python3 " + prog, Cols: 80, Rows: 24}, ReadOptions{})
-	waitScreen(t, m, res.SessionID, "ready", func(s *Screen) bool { return s.Lines[0] == "ready" })
-	sendKeys(t, m, res.SessionID, []string{"Down", "Up", "Right", "Left", "Home", "End", "KP5", "KPEnter"}, never)
-	out := readToExit(t, m, res.SessionID, ReadOptions{})
-	want := "KEYS=KEY_DOWN KEY_UP KEY_RIGHT KEY_LEFT KEY_HOME KEY_END KEY_B2 KEY_ENTER"
-	if !strings.Contains(out.Output, want) {
-		t.Errorf("curses read %q, want %q", tail(out.Output), want)
+	for _, size := range [][2]int{{80, 24}, {300, 200}} {
+		if size[0]*size[1] > MaxScreenCells != (size[0] == 300) {
+			t.Fatalf("%dx%d: MaxScreenCells is %d, the sizes need changing", size[0], size[1], MaxScreenCells)
+		}
+		res := mustOpen(t, m, OpenOptions{Command: "python3 " + prog, Cols: size[0], Rows: size[1]}, ReadOptions{WaitFor: regexp.MustCompile(`ready`)})
+		sendKeys(t, m, res.SessionID, []string{"Down", "Up", "Right", "Left", "Home", "End", "KP5", "KPEnter"}, never)
+		out := readToExit(t, m, res.SessionID, ReadOptions{})
+		want := "KEYS=KEY_DOWN KEY_UP KEY_RIGHT KEY_LEFT KEY_HOME KEY_END KEY_B2 KEY_ENTER"
+		if !strings.Contains(out.Output, want) {
+			t.Errorf("%dx%d: curses read %q, want %q", size[0], size[1], tail(out.Output), want)
+		}
 	}
 }
 
