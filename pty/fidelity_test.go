@@ -2,10 +2,9 @@ package pty
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,14 +22,14 @@ type tmuxPane struct {
 	socket string
 }
 
-var tmuxServers atomic.Int64
-
+// startTmux starts a tmux server of the test's own, on a socket in its temporary
+// directory (which goes with the test, as tmux leaves its socket behind).
 func startTmux(t *testing.T, cols, rows int, command string) *tmuxPane {
 	t.Helper()
 	need(t, "tmux")
-	p := &tmuxPane{t: t, socket: fmt.Sprintf("mcph-fidelity-%d-%d", os.Getpid(), tmuxServers.Add(1))}
+	p := &tmuxPane{t: t, socket: filepath.Join(t.TempDir(), "tmux")}
 	// The server runs until kill-server, whatever the test did meanwhile.
-	t.Cleanup(func() { _ = exec.Command("tmux", "-L", p.socket, "kill-server").Run() })
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", p.socket, "kill-server").Run() })
 	p.run("-f", "/dev/null", "new-session", "-d", "-x", fmt.Sprint(cols), "-y", fmt.Sprint(rows), command,
 		";", "set", "-g", "status", "off", ";", "set", "-g", "remain-on-exit", "on")
 	return p
@@ -38,7 +37,7 @@ func startTmux(t *testing.T, cols, rows int, command string) *tmuxPane {
 
 func (p *tmuxPane) run(args ...string) string {
 	p.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", p.socket}, args...)...).CombinedOutput()
+	out, err := exec.Command("tmux", append([]string{"-S", p.socket}, args...)...).CombinedOutput()
 	if err != nil {
 		p.t.Fatalf("tmux %q: %v: %s", args, err, out)
 	}
