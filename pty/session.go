@@ -357,10 +357,21 @@ func (s *session) resize(cols, rows int) error {
 	}
 	// The ioctl is made through the raw fd here, not creackpty.Setsize, which calls Fd()
 	// and would put the master back into blocking mode under the reader.
+	// The resize is recorded at the end of the output under the same hold of mu as the
+	// ioctl: the program redraws at the new size as soon as SIGWINCH arrives, and the
+	// reader must not put that redraw in the ring before the place the screen is resized
+	// at, or the emulator would draw it at the old size.
 	var errno syscall.Errno
+	s.mu.Lock()
 	err = rc.Control(func(fd uintptr) {
 		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws)))
 	})
+	if err == nil && errno == 0 {
+		s.widthChangedLocked(cols)
+		s.cols, s.rows = cols, rows
+		s.term.resized(s.ring.End(), cols, rows)
+	}
+	s.mu.Unlock()
 	if err != nil {
 		if s.isClosed() { // closed meanwhile: rawConn errors are not os.ErrClosed
 			return os.ErrClosed
@@ -370,11 +381,6 @@ func (s *session) resize(cols, rows int) error {
 	if errno != 0 {
 		return fmt.Errorf("set size: %w", errno)
 	}
-	s.mu.Lock()
-	s.widthChangedLocked(cols)
-	s.cols, s.rows = cols, rows
-	s.term.resized(s.ring.End(), cols, rows)
-	s.mu.Unlock()
 	return nil
 }
 
