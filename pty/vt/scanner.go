@@ -4,8 +4,8 @@ import "bytes"
 
 // Scanner reads a session's output the way a terminal parses it, but only for what must
 // not wait for the emulator, which is a thousand times slower: it answers the questions
-// programs ask the terminal, keeps the modes they set (for mode queries, and to restore
-// them when the emulator skips ahead), and finds the places the emulator may skip to.
+// programs ask the terminal, keeps the modes they set (for mode queries, for what keys
+// send (State.KeyModes), and to restore them when the emulator skips ahead), and finds the places the emulator may skip to.
 // It runs over every byte the program prints, in order, on the session's terminal
 // goroutine (the pty package's term), never in the read loop.
 //
