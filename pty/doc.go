@@ -103,6 +103,18 @@
 //     input was written, which the program may not have taken yet) and nothing left for
 //     the reader. The shell itself reading is "prompt" at a marked prompt, and nothing
 //     without marks: its prompt and a question look the same.
+//   - "input" looks through relays (sudo with use_pty, script, su: a reader that holds a
+//     pty master) to the inner terminal's foreground group, judged the same way with the
+//     inner terminal's modes, and sees a process that opened the terminal by name from
+//     outside the foreground group (gpg-agent's pinentry). A relay whose far side is out
+//     of sight (waiting on the terminal and a socket: ssh, docker exec) asks only after
+//     1s of quiet output. After a call ended with "input", a read without input waits for
+//     new output instead of answering "input" again for the same quiet state.
+//   - InputWanted.Prompt is the last line the waiting program printed since its command
+//     started (a program session: since it started), "" when it printed none.
+//   - A read without input at an idle prompt returns at once unless a background job of
+//     the shell (its session, outside its own group, not stopped) still runs: then it is
+//     a long-poll read, which also ends ("prompt") once the last job is gone.
 //   - Commands are numbered from 1 per session; History (Get) keeps the last 100
 //     finished ones. For sh/dash, which mark no command start, only the first line typed
 //     at a prompt is recorded, its output starting after the terminal's echo of what was

@@ -63,6 +63,7 @@ func (m *Manager) exchange(ctx context.Context, op string, s *session, in Input,
 	// the first prompt of an integrated shell wait for their own event: quiet output
 	// ends them only when idle was asked for.
 	w.immediate = len(input) == 0 && !opening && w.cmd == 0
+	w.noInput = len(input) == 0
 	integrated := s.kind != kindNone
 	w.opening = opening && integrated
 	w.prompt = integrated && ro.re == nil && w.cmd == 0 && w.port == 0
@@ -205,7 +206,10 @@ func (s *session) collectResult(res ReadResult, b exchangeStart, w waitSpec, we 
 	st := s.status
 	res.Integration = s.sh.marks
 	if we.input != nil {
-		res.WaitingForInput = &InputWanted{Kind: we.input.kind, Prompt: promptLine(&s.ring)}
+		res.WaitingForInput = &InputWanted{Kind: we.input.kind, Prompt: promptLine(&s.ring, s.askedSince(end), end)}
+	}
+	if we.reason == ReasonInput {
+		s.inputNoted, s.inputNotedEnd = true, end
 	}
 	if mt := we.mt; mt != nil && !ro.raw && mt.Covers(from, to) && s.plainText(from, mt) {
 		s.mu.Unlock()
@@ -220,4 +224,18 @@ func (s *session) collectResult(res ReadResult, b exchangeStart, w waitSpec, we 
 	res.Command = cmd
 	res.Exited, res.ExitCode, res.Signal = st.exited, st.code, st.signal
 	return res
+}
+
+// askedSince returns where the output of the program that waits for input starts: the
+// current shell command's output, or a program session's whole output; with neither
+// (nothing runs that the marks know of), end: no text is the program's. The caller holds
+// mu.
+func (s *session) askedSince(end int64) int64 {
+	switch {
+	case s.sh.cur != nil:
+		return s.sh.cur.outputStart(&s.ring, end)
+	case s.kind == kindNone:
+		return 0
+	}
+	return end
 }

@@ -16,9 +16,37 @@ import (
 // file descriptor it reads says whether that is the terminal), and the terminal's modes
 // (TCGETS on the master, which Linux answers with the slave's termios, as pexpect's
 // waitnoecho relies on) say what kind of answer it expects.
+//
+// Relays. A program that runs another on a terminal of its own (sudo with use_pty,
+// script, su, docker's shim) reads our terminal only to pass keys on: the question is
+// whether what runs on the inner terminal waits. The relay holds the inner terminal's
+// master (/dev/ptmx among its descriptors; its fdinfo names the slave as tty-index), and
+// the processes on the inner terminal say so in /proc/<pid>/stat (tty_nr, their
+// controlling terminal, and tpgid, that terminal's foreground group), so the inner
+// foreground group is judged as ours is. Its modes are read from the inner slave, opened
+// read-only with O_NOCTTY|O_NONBLOCK just for TCGETS and TIOCINQ (a pty pair shares one
+// termios). Opening /proc/<relay>/fd/N of the master is no way in: it opens /dev/ptmx
+// afresh, a new terminal. Where the relay's descriptors cannot be read (a setuid relay
+// seen by an ordinary user) the inner terminal is found from its descendants' tty_nr;
+// where the inner slave cannot be opened, our own terminal's modes stand in.
+//
+// A relay whose inner side is out of sight (ssh to another machine, docker exec over
+// the daemon's socket, a tmux client) waits for our terminal and a socket or another
+// terminal's master at once: such a wait is reported opaque, and the caller gives it
+// longer quiet before it counts as a question (see relayQuiet).
+//
+// Readers outside the foreground group. A program can open the terminal by name, from
+// another session: gpg-agent's pinentry-curses reads /dev/pts/N while gpg, the
+// foreground, waits on the agent's socket. When no process of the foreground group
+// reads, any process that has the terminal open without it being its controlling
+// terminal and is blocked reading it is the one that waits.
 
 // foregroundKnown is true where foreground can answer.
 const foregroundKnown = true
+
+// maxRelayDepth bounds how many relays deep foreground looks (sudo under script under
+// sudo...).
+const maxRelayDepth = 4
 
 // ptsPath returns the path of the terminal's slave side, /dev/pts/N, or "" if the
 // system will not say.
@@ -34,16 +62,26 @@ func ptsPath(master *os.File) string {
 	return "/dev/pts/" + strconv.Itoa(n)
 }
 
-// foreground reports whether a process of the terminal's foreground group is blocked
-// reading the terminal (in read, or in select, poll or epoll with the terminal among
-// what it waits for: the set is read from the process's memory or /proc's fdinfo), and if so which one and what the terminal's modes ask for.
-func (s *session) foreground() (pid int, kind InputKind, ok bool) {
+// inputKindOf tells the kind of answer a terminal's modes ask for.
+func inputKindOf(tio *unix.Termios) InputKind {
+	switch {
+	case tio.Lflag&unix.ICANON == 0:
+		return InputKeys
+	case tio.Lflag&unix.ECHO == 0:
+		return InputPassword
+	}
+	return InputLine
+}
+
+// foreground reports whether a process waits for input from the session's terminal (see
+// the comment at the top), which one, and what the terminal's modes ask for.
+func (s *session) foreground() (foregroundRead, bool) {
 	if s.pts == "" || s.isClosed() {
-		return 0, "", false
+		return foregroundRead{}, false
 	}
 	rc, err := s.master.SyscallConn()
 	if err != nil {
-		return 0, "", false
+		return foregroundRead{}, false
 	}
 	var pgrp, unread int
 	var tio *unix.Termios
@@ -53,38 +91,187 @@ func (s *session) foreground() (pid int, kind InputKind, ok bool) {
 		tio, terr = unix.IoctlGetTermios(int(fd), unix.TCGETS)
 		unread, uerr = unix.IoctlGetInt(int(fd), unix.TIOCINQ)
 	}); err != nil || perr != nil || terr != nil || pgrp <= 0 {
-		return 0, "", false
+		return foregroundRead{}, false
 	}
 	if uerr != nil || unread > 0 {
 		// Output the program wrote before it blocked is still on its way to the reader:
 		// what it asks is not on record yet.
-		return 0, "", false
+		return foregroundRead{}, false
 	}
 	if pendingInput(s.pts) {
 		// Input we wrote has not been read yet: the program is runnable, only not yet
 		// scheduled, and /proc still shows the read it is about to return from.
-		return 0, "", false
+		return foregroundRead{}, false
 	}
-	switch {
-	case tio.Lflag&unix.ICANON == 0:
-		kind = InputKeys
-	case tio.Lflag&unix.ECHO == 0:
-		kind = InputPassword
-	default:
-		kind = InputLine
-	}
+	t := terminal{path: s.pts, byCtty: true}
+	var procs processTable
+	return t.waiting(&procs, pgrp, s.pid, inputKindOf(tio), 0)
+}
+
+// terminal is a terminal's slave side, as the processes that use it name it: by its
+// path, and, for the processes it is the controlling terminal of (byCtty), as /dev/tty.
+type terminal struct {
+	path   string
+	byCtty bool
+}
+
+// waiting reports which process of foreground group pgrp (of session sid, 0 for any)
+// waits for input from t, or else which process outside it does; kind is what t's modes
+// ask for. A reader that relays to a terminal of its own is looked through (depth says
+// how many relays deep this already is). procs is walked once, when first needed.
+func (t terminal) waiting(procs *processTable, pgrp, sid int, kind InputKind, depth int) (foregroundRead, bool) {
 	raw := kind == InputKeys
+	reader, w := 0, waitSet{}
 	// The group's leader is usually the reader (a lone program, the head of a
 	// pipeline); the rest of the group is looked for only when it is not.
-	if s.readingTTY(pgrp, raw) {
-		return pgrp, kind, true
-	}
-	for _, p := range groupMembers(s.pid, pgrp) {
-		if p != pgrp && s.readingTTY(p, raw) {
-			return p, kind, true
+	if w = t.readingTTY(pgrp, raw); w.tty {
+		reader = pgrp
+	} else {
+		for _, p := range procs.load() {
+			if p.pgrp == pgrp && (sid == 0 || p.sid == sid) && p.pid != pgrp {
+				if w = t.readingTTY(p.pid, raw); w.tty {
+					reader = p.pid
+					break
+				}
+			}
 		}
 	}
-	return 0, "", false
+	if reader == 0 {
+		if p := t.strayReader(procs, raw); p != 0 {
+			return foregroundRead{pid: p, kind: kind}, true
+		}
+		return foregroundRead{}, false
+	}
+	if depth < maxRelayDepth {
+		if inner, ok := t.relayInner(reader, procs); ok {
+			return inner.through(procs, reader, kind, depth+1)
+		}
+	}
+	return foregroundRead{pid: reader, kind: kind, opaque: w.other}, true
+}
+
+// through judges the inner terminal t of relay: the answer is its foreground group's,
+// or, with nothing on it to be seen, the relay's own wait, opaque.
+func (t terminal) through(procs *processTable, relay int, outer InputKind, depth int) (foregroundRead, bool) {
+	tpgid := 0
+	for _, p := range procs.load() {
+		if p.tty == t.path && p.tpgid > 0 {
+			tpgid = p.tpgid
+			break
+		}
+	}
+	if tpgid == 0 {
+		return foregroundRead{pid: relay, kind: outer, opaque: true}, true
+	}
+	kind, pending, ok := t.modes()
+	if !ok {
+		kind = outer
+	}
+	if pending {
+		return foregroundRead{}, false // keys passed on and not yet read: it is about to wake
+	}
+	return t.waiting(procs, tpgid, 0, kind, depth)
+}
+
+// modes reads t's modes and whether its input queue holds anything, from the slave side
+// (see pendingInput).
+func (t terminal) modes() (kind InputKind, pending, ok bool) {
+	fd, err := unix.Open(t.path, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", false, false
+	}
+	defer unix.Close(fd)
+	tio, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return "", false, false
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCINQ)
+	return inputKindOf(tio), err == nil && n > 0, true
+}
+
+// relayInner returns the terminal process pid relays to: the slave of a pty master it
+// holds, or, where its descriptors cannot be read, the controlling terminal of a
+// descendant that is not t.
+func (t terminal) relayInner(pid int, procs *processTable) (terminal, bool) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	names, err := readDirNames(dir)
+	if err == nil {
+		holds := false
+		for _, n := range names {
+			if link, err := os.Readlink(dir + n); err != nil || link != "/dev/ptmx" {
+				continue
+			}
+			holds = true
+			if idx, ok := ttyIndex("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + n); ok {
+				return terminal{path: "/dev/pts/" + strconv.Itoa(idx), byCtty: true}, true
+			}
+		}
+		if !holds {
+			return terminal{}, false
+		}
+	}
+	// A master without tty-index (kernels before 5.1?), or descriptors out of reach.
+	below := map[int]bool{pid: true}
+	for changed := true; changed; {
+		changed = false
+		for _, p := range procs.load() {
+			if !below[p.pid] && below[p.ppid] {
+				below[p.pid], changed = true, true
+			}
+		}
+	}
+	for _, p := range procs.load() {
+		if p.pid != pid && below[p.pid] && p.tty != "" && p.tty != t.path {
+			return terminal{path: p.tty, byCtty: true}, true
+		}
+	}
+	if err == nil {
+		return terminal{path: "/dev/ptmx"}, true // a master, and nothing on it in sight: opaque
+	}
+	return terminal{}, false
+}
+
+// ttyIndex reads the "tty-index:" line of a pty master's fdinfo.
+func ttyIndex(fdinfo string) (int, bool) {
+	b, err := os.ReadFile(fdinfo)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "tty-index:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// strayReader returns a process that reads t without t being its controlling terminal
+// (it opened it by name: pinentry), or 0. Only processes asleep in a call that can wait
+// for input are looked at closer.
+func (t terminal) strayReader(procs *processTable, raw bool) int {
+	t.byCtty = false // their /dev/tty is another terminal, or none
+	for _, p := range procs.load() {
+		if p.state != 'S' || p.tty == t.path {
+			continue
+		}
+		sc, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/syscall")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(sc))
+		if len(f) < 3 {
+			continue
+		}
+		nr, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || waitSyscall(nr) == waitOther {
+			continue
+		}
+		if t.readingTTY(p.pid, raw).tty {
+			return p.pid
+		}
+	}
+	return 0
 }
 
 // pendingInput reports whether the terminal's input queue (what was typed and not yet
@@ -102,31 +289,36 @@ func pendingInput(pts string) bool {
 	return err == nil && n > 0
 }
 
-// readingTTY reports whether process pid is blocked reading the session's terminal.
-func (s *session) readingTTY(pid int, raw bool) bool {
+// waitSet is what a process is blocked waiting for: the terminal (tty), and, in a
+// select, poll or epoll with it, something that is neither the terminal nor an
+// ordinary local wake-up: a socket or a pty master (other), as a relay waits.
+type waitSet struct{ tty, other bool }
+
+// readingTTY reports what process pid is blocked waiting for, as far as t is concerned.
+func (t terminal) readingTTY(pid int, raw bool) waitSet {
 	dir := "/proc/" + strconv.Itoa(pid)
 	stat, err := os.ReadFile(dir + "/stat")
 	if err != nil {
-		return false
+		return waitSet{}
 	}
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 || i+2 >= len(stat) || stat[i+2] != 'S' {
-		return false // running, stopped or gone: not waiting
+		return waitSet{} // running, stopped or gone: not waiting
 	}
 	sc, err := os.ReadFile(dir + "/syscall")
 	if err != nil {
 		// Unreadable for a program with other privileges (sudo): the kernel function it
 		// sleeps in still says whether that is a terminal read.
 		w, _ := os.ReadFile(dir + "/wchan")
-		return string(w) == "n_tty_read" || string(w) == "wait_woken"
+		return waitSet{tty: string(w) == "n_tty_read" || string(w) == "wait_woken"}
 	}
 	f := strings.Fields(string(sc))
 	if len(f) < 3 {
-		return false // "running", or blocked outside a system call
+		return waitSet{} // "running", or blocked outside a system call
 	}
 	nr, err := strconv.ParseInt(f[0], 10, 64)
 	if err != nil {
-		return false
+		return waitSet{}
 	}
 	arg := func(k int) int64 {
 		v, _ := strconv.ParseUint(strings.TrimPrefix(f[1+k], "0x"), 16, 64)
@@ -134,64 +326,77 @@ func (s *session) readingTTY(pid int, raw bool) bool {
 	}
 	switch waitSyscall(nr) {
 	case waitRead:
-		return s.isTTY(pid, arg(0))
+		return waitSet{tty: t.isTTY(pid, arg(0))}
 	case waitSelect:
-		return s.selectsTTY(pid, arg(0), arg(1))
+		return t.selectsTTY(pid, arg(0), arg(1))
 	case waitPoll:
-		return s.pollsTTY(pid, arg(0), arg(1))
+		return t.pollsTTY(pid, arg(0), arg(1))
 	case waitEpoll:
-		return s.epollsTTY(pid, arg(0), raw)
+		return t.epollsTTY(pid, arg(0), raw)
 	}
-	return false
+	return waitSet{}
 }
 
-// selectsTTY reports whether a select's read set (nfds, at address set in the process's
-// memory) holds the terminal.
-func (s *session) selectsTTY(pid int, nfds, set int64) bool {
+// add notes descriptor fd of pid, which the wait watches for input.
+func (w *waitSet) add(t terminal, pid int, fd int64) {
+	link, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.FormatInt(fd, 10))
+	switch {
+	case err != nil:
+	case t.names(link):
+		w.tty = true
+	case link == "/dev/ptmx" || strings.HasPrefix(link, "socket:"):
+		w.other = true
+	}
+}
+
+// selectsTTY reads a select's read set (nfds, at address set in the process's memory).
+func (t terminal) selectsTTY(pid int, nfds, set int64) waitSet {
 	nfds = min(nfds, 1024)
 	if set == 0 || nfds <= 0 {
-		return false
+		return waitSet{}
 	}
 	bits, err := readMem(pid, set, int((nfds+7)/8))
 	if err != nil {
-		return nfds <= 3 && s.isTTY(pid, 0) // memory unreadable: stdin alone, most likely
+		return waitSet{tty: nfds <= 3 && t.isTTY(pid, 0)} // memory unreadable: stdin alone, most likely
 	}
+	var w waitSet
 	for fd := int64(0); fd < nfds; fd++ {
-		if bits[fd/8]&(1<<(fd%8)) != 0 && s.isTTY(pid, fd) {
-			return true
+		if bits[fd/8]&(1<<(fd%8)) != 0 {
+			w.add(t, pid, fd)
 		}
 	}
-	return false
+	return w
 }
 
-// pollsTTY reports whether a poll's array (nfds entries of struct pollfd at address fds)
-// waits for the terminal to be readable.
-func (s *session) pollsTTY(pid int, fds, nfds int64) bool {
+// pollsTTY reads a poll's array (nfds entries of struct pollfd at address fds).
+func (t terminal) pollsTTY(pid int, fds, nfds int64) waitSet {
 	nfds = min(nfds, 256)
 	if fds == 0 || nfds <= 0 {
-		return false
+		return waitSet{}
 	}
 	b, err := readMem(pid, fds, int(nfds)*8) // struct pollfd { int fd; short events, revents; }
 	if err != nil {
-		return nfds == 1 && s.isTTY(pid, 0)
+		return waitSet{tty: nfds == 1 && t.isTTY(pid, 0)}
 	}
+	var w waitSet
 	for i := 0; i+8 <= len(b); i += 8 {
 		fd := int32(binary.NativeEndian.Uint32(b[i:]))
 		events := binary.NativeEndian.Uint16(b[i+4:])
-		if fd >= 0 && events&unix.POLLIN != 0 && s.isTTY(pid, int64(fd)) {
-			return true
+		if fd >= 0 && events&unix.POLLIN != 0 {
+			w.add(t, pid, int64(fd))
 		}
 	}
-	return false
+	return w
 }
 
-// epollsTTY reports whether epoll instance epfd watches the terminal for input, from the
-// descriptors /proc lists for it ("tfd: 0 events: 19 ...").
-func (s *session) epollsTTY(pid int, epfd int64, raw bool) bool {
+// epollsTTY reads what epoll instance epfd watches for input, from the descriptors /proc
+// lists for it ("tfd: 0 events: 19 ...").
+func (t terminal) epollsTTY(pid int, epfd int64, raw bool) waitSet {
 	info, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + strconv.FormatInt(epfd, 10))
 	if err != nil {
-		return raw && s.isTTY(pid, 0)
+		return waitSet{tty: raw && t.isTTY(pid, 0)}
 	}
+	var w waitSet
 	for _, line := range strings.Split(string(info), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 4 || f[0] != "tfd:" || f[2] != "events:" {
@@ -199,11 +404,11 @@ func (s *session) epollsTTY(pid int, epfd int64, raw bool) bool {
 		}
 		fd, err1 := strconv.ParseInt(f[1], 10, 64)
 		ev, err2 := strconv.ParseUint(f[3], 16, 32)
-		if err1 == nil && err2 == nil && ev&unix.EPOLLIN != 0 && s.isTTY(pid, fd) {
-			return true
+		if err1 == nil && err2 == nil && ev&unix.EPOLLIN != 0 {
+			w.add(t, pid, fd)
 		}
 	}
-	return false
+	return w
 }
 
 // readMem reads n bytes at address addr of process pid.
@@ -220,10 +425,17 @@ func readMem(pid int, addr int64, n int) ([]byte, error) {
 	return b, nil
 }
 
-// isTTY reports whether descriptor fd of pid is the session's terminal.
-func (s *session) isTTY(pid int, fd int64) bool {
+// isTTY reports whether descriptor fd of pid is t.
+func (t terminal) isTTY(pid int, fd int64) bool {
 	link, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.FormatInt(fd, 10))
-	return err == nil && (link == s.pts || link == "/dev/tty")
+	return err == nil && t.names(link)
+}
+
+// names reports whether a descriptor's link names t: its path, or /dev/tty, the
+// controlling terminal of the process that opened it, when the process asked is one of
+// t's own.
+func (t terminal) names(link string) bool {
+	return link == t.path || t.byCtty && link == "/dev/tty"
 }
 
 type waitKind int
@@ -251,25 +463,90 @@ func waitSyscall(nr int64) waitKind {
 	return legacyWaitSyscall(nr)
 }
 
-// groupMembers returns the processes of session sid in process group pgrp.
-func groupMembers(sid, pgrp int) []int {
-	var pids []int
+// process is what /proc/<pid>/stat says about a process that foreground needs.
+type process struct {
+	pid, ppid, pgrp, sid, tpgid int
+	state                       byte
+	tty                         string // its controlling terminal when that is a pty slave, /dev/pts/N
+}
+
+// processTable is every process, read from /proc when first asked for.
+type processTable struct {
+	loaded bool
+	procs  []process
+}
+
+func (pt *processTable) load() []process {
+	if !pt.loaded {
+		pt.loaded = true
+		walkProc(func(pid int, stat []byte) {
+			if p, ok := parseStat(pid, stat); ok {
+				pt.procs = append(pt.procs, p)
+			}
+		})
+	}
+	return pt.procs
+}
+
+// parseStat reads the fields process has from a /proc/<pid>/stat line, counting from the
+// last ')' (the command name may hold spaces and parentheses): state, ppid, pgrp, session,
+// tty_nr, tpgid.
+func parseStat(pid int, stat []byte) (process, bool) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return process{}, false
+	}
+	f := bytes.Fields(stat[i+1:])
+	if len(f) < 6 || len(f[0]) != 1 {
+		return process{}, false
+	}
+	var n [5]int
+	for k := range n {
+		v, err := strconv.Atoi(string(f[1+k]))
+		if err != nil {
+			return process{}, false
+		}
+		n[k] = v
+	}
+	return process{pid: pid, state: f[0][0], ppid: n[0], pgrp: n[1], sid: n[2], tty: ptsOfDev(n[3]), tpgid: n[4]}, true
+}
+
+// ptsOfDev returns the path of the pty slave with device number dev (as tty_nr encodes
+// it), or "" for any other device: Unix98 slaves have majors 136 to 143.
+func ptsOfDev(dev int) string {
+	major, minor := unix.Major(uint64(dev)), unix.Minor(uint64(dev))
+	if dev <= 0 || major < 136 || major > 143 {
+		return ""
+	}
+	return "/dev/pts/" + strconv.FormatUint(uint64((major-136)*256+minor), 10)
+}
+
+// backgroundJobs reports whether a process of session sid other than the shell (sid)
+// and its own group runs: a background job. Stopped jobs and zombies do not count: they
+// print nothing until the person resumes or reaps them.
+func backgroundJobs(sid int) bool {
+	found := false
 	walkProc(func(pid int, stat []byte) {
-		if s, g, ok := statIDs(stat); ok && s == sid && g == pgrp {
-			pids = append(pids, pid)
+		if p, ok := parseStat(pid, stat); ok && !found && p.sid == sid && p.pgrp != sid {
+			found = p.state != 'T' && p.state != 't' && p.state != 'Z' && p.state != 'X'
 		}
 	})
-	return pids
+	return found
+}
+
+// readDirNames lists a directory's entries.
+func readDirNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
 }
 
 // walkProc calls fn with each process's pid and /proc/<pid>/stat.
 func walkProc(fn func(pid int, stat []byte)) {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
+	names, err := readDirNames("/proc")
 	if err != nil {
 		return
 	}
@@ -289,15 +566,6 @@ func walkProc(fn func(pid int, stat []byte)) {
 // statIDs extracts the session id and process group from a /proc/<pid>/stat line (see
 // statSession).
 func statIDs(stat []byte) (sid, pgrp int, ok bool) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := bytes.Fields(stat[i+1:])
-	if len(f) < 4 {
-		return 0, 0, false
-	}
-	g, err1 := strconv.Atoi(string(f[2]))
-	s, err2 := strconv.Atoi(string(f[3]))
-	return s, g, err1 == nil && err2 == nil
+	p, ok := parseStat(0, stat)
+	return p.sid, p.pgrp, ok
 }

@@ -10,4 +10,8 @@ const foregroundKnown = false
 
 func ptsPath(master *os.File) string { return "" }
 
-func (s *session) foreground() (pid int, kind InputKind, ok bool) { return 0, "", false }
+func (s *session) foreground() (foregroundRead, bool) { return foregroundRead{}, false }
+
+// backgroundJobs is false where the session's processes cannot be listed: a read at the
+// prompt returns at once, as before.
+func backgroundJobs(sid int) bool { return false }

@@ -34,7 +34,7 @@ type ReadResult struct {
 // InputWanted describes a program blocked reading the terminal.
 type InputWanted struct {
 	Kind   InputKind // InputPassword, InputLine or InputKeys
-	Prompt string    // the last non-empty line of output: the question, trimmed
+	Prompt string    // the last non-empty line the program printed since its command started, trimmed; "" if none
 }
 
 // InputKind is the kind of input a program waits for, told from the terminal's modes.

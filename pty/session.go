@@ -46,23 +46,25 @@ type session struct {
 	readerDone chan struct{} // closed when the reader goroutine has returned
 	exitDone   chan struct{} // closed when the exit is published (status set, output drained)
 
-	mu           sync.Mutex
-	ring         ring.Buffer
-	cursor       int64 // the read cursor: where a read without Since starts
-	cols, rows   int
-	widths       []clean.Width // the width over the output, after a resize (see widthsLocked)
-	lastOutput   time.Time
-	lastWrite    time.Time
-	lastActivity time.Time
-	sh           shellState    // what the shell integration marks said
-	openRun      int           // the run command whose last result said done: false (see exchange)
-	changed      chan struct{} // closed (and cleared) on new output or exit; made by a waiter
-	event        chan struct{} // the same, but not on output without integration marks
-	marked       bool          // the reader's chunk held a mark (outputSink)
-	waiters      int           // calls waiting on this session (tests use it to order events)
-	reaped       bool          // the leader has been waited for: its pid may be reused now
-	closed       bool          // the master has been closed by stop
-	status       exitStatus
+	mu            sync.Mutex
+	ring          ring.Buffer
+	cursor        int64 // the read cursor: where a read without Since starts
+	cols, rows    int
+	widths        []clean.Width // the width over the output, after a resize (see widthsLocked)
+	lastOutput    time.Time
+	lastWrite     time.Time
+	lastActivity  time.Time
+	sh            shellState    // what the shell integration marks said
+	openRun       int           // the run command whose last result said done: false (see exchange)
+	changed       chan struct{} // closed (and cleared) on new output or exit; made by a waiter
+	event         chan struct{} // the same, but not on output without integration marks
+	marked        bool          // the reader's chunk held a mark (outputSink)
+	waiters       int           // calls waiting on this session (tests use it to order events)
+	reaped        bool          // the leader has been waited for: its pid may be reused now
+	inputNoted    bool          // a call ended with "input" while the output ended at inputNotedEnd
+	inputNotedEnd int64
+	closed        bool // the master has been closed by stop
+	status        exitStatus
 }
 
 // exitStatus is the published end of a program.

@@ -103,7 +103,7 @@ func (s *session) prepareRun(ctx context.Context, op, text string, deadline time
 		changed := s.changedLocked()
 		s.mu.Unlock()
 		if check {
-			if pid, _, ok := s.foreground(); ok && pid == s.pid {
+			if fg, ok := s.foreground(); ok && fg.pid == s.pid {
 				s.mu.Lock()
 				if s.sh.promptAt == at {
 					s.sh.drawnAt = at
@@ -176,9 +176,10 @@ func (s *session) reread(op string, ro readOpts, res ReadResult) (ReadResult, er
 }
 
 // promptLine is the question a program waiting for input asks: the last non-empty line
-// of the output, trimmed. The caller holds the session lock.
-func promptLine(r *ring.Buffer) string {
-	data, _ := r.AppendRange(nil, r.End()-4096, r.End())
+// of its output (from, to), trimmed; "" when it printed nothing. The caller holds the
+// session lock.
+func promptLine(r *ring.Buffer, from, to int64) string {
+	data, _ := r.AppendRange(nil, max(from, to-4096), to)
 	lines := strings.Split(clean.Text(data), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" {

@@ -33,6 +33,12 @@ const (
 	// meanwhile cancels it.
 	inputConfirm = 30 * time.Millisecond
 	portCheck    = 100 * time.Millisecond
+	// relayQuiet is how long output must have been quiet before a relay whose inner side
+	// is out of sight (ssh, docker exec) counts as asking: its wait looks the same whether
+	// the far side asks or works, and only quiet tells them apart. Output that comes in
+	// pauses shorter than this (a remote apt-get's progress) is never a question.
+	relayQuiet = time.Second
+	jobsCheck  = 100 * time.Millisecond // how often a read at a prompt looks whether its background jobs still run
 )
 
 // waitSpec says what ends one wait (see IO).
@@ -45,6 +51,7 @@ type waitSpec struct {
 	port           int  // wait for a process of the session to listen on this port
 	prompt         bool // a prompt the shell shows after the call began ends the wait
 	opening        bool // the first read of an integrated shell: its first prompt ends it
+	noInput        bool // the call wrote nothing: a question already answered "input" is not asked again
 	deadline       time.Time
 }
 
@@ -56,8 +63,9 @@ type waitEnd struct {
 }
 
 type foregroundRead struct {
-	pid  int
-	kind InputKind
+	pid    int
+	kind   InputKind
+	opaque bool // a relay whose far side is out of sight waits: see relayQuiet
 }
 
 // await waits for the first of the reasons IO documents and returns it. The waiting is
@@ -83,6 +91,9 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 	var nextInput, nextPort time.Time
 	var held waitEnd // an input answer waiting for confirmation
 	heldEnd := int64(-1)
+	jobs := false // a read at the prompt waiting on background jobs
+	var nextJobs time.Time
+	jobsGoneEnd := int64(-1) // the output's end when the jobs were first seen gone
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for first := true; ; first = false {
@@ -91,6 +102,9 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 		end := s.ring.End()
 		exited := s.status.exited
 		last, lastWrite := s.lastOutput, s.lastWrite
+		// After a call ended with "input", the same quiet state is no news: a read
+		// without input waits for output (or its timeout) instead.
+		asked := w.noInput && s.inputNoted && s.inputNotedEnd == end
 		ready := s.sh.promptReady(last, now)
 		newPrompt := ready && s.sh.promptAt >= w.baseEnd
 		cmdDone := w.cmd != 0 && s.sh.done(w.cmd) && (ready || s.sh.cur != nil)
@@ -114,6 +128,11 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 		switch {
 		case exited:
 			reason = ReasonExited
+		case first && w.immediate && mt == nil && w.port == 0 && ready && end == w.start && s.backgroundJobs():
+			// At the prompt with a background job running: a long-poll read like any
+			// other, which also ends when the last job does.
+			jobs, w.prompt = true, false
+			nextJobs = now.Add(jobsCheck)
 		case first && w.immediate && mt == nil && w.port == 0 && (ready || end > w.start):
 			reason = ReasonIdle
 			if ready {
@@ -125,6 +144,20 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 			reason = ReasonPrompt
 		case (w.prompt || w.opening) && newPrompt:
 			reason = ReasonPrompt
+		}
+		if reason == "" && jobs && !now.Before(nextJobs) {
+			switch {
+			case s.backgroundJobs():
+				jobsGoneEnd = -1
+			case jobsGoneEnd == end:
+				reason = ReasonPrompt // gone, and their last output has had time to arrive
+			default:
+				jobsGoneEnd = end
+			}
+			nextJobs = time.Now().Add(jobsCheck)
+			if jobsGoneEnd >= 0 {
+				nextJobs = time.Now().Add(inputConfirm)
+			}
 		}
 		if reason == "" && w.port != 0 && !now.Before(nextPort) {
 			if s.listensOn(w.port) {
@@ -147,6 +180,13 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 			inputEvery = min(2*inputEvery, maxInputCheck)
 			if redo {
 				continue // the prompt turned out drawn: look at the state again
+			}
+			if reason == ReasonInput && asked {
+				reason, input = "", nil
+			}
+			if reason == ReasonInput && input.opaque && now.Before(last.Add(relayQuiet)) {
+				reason, input = "", nil
+				nextInput = latest(nextInput, last.Add(relayQuiet))
 			}
 			switch {
 			case reason == "":
@@ -200,6 +240,9 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 		if w.port != 0 {
 			wake = earliest(wake, nextPort)
 		}
+		if jobs {
+			wake = earliest(wake, nextJobs)
+		}
 		if foregroundKnown {
 			wake = earliest(wake, latest(quietSince.Add(inputQuiet), nextInput))
 		}
@@ -220,12 +263,12 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 // prompt is all there is to wait for), or nothing. redo says that it learnt the prompt is
 // drawn, which the caller should look at before anything else.
 func (s *session) inputReason(w waitSpec) (reason Reason, input *foregroundRead, redo bool) {
-	pid, kind, ok := s.foreground()
+	fg, ok := s.foreground()
 	if !ok {
 		return "", nil, false
 	}
-	if s.kind == kindNone || pid != s.pid {
-		return ReasonInput, &foregroundRead{pid: pid, kind: kind}, false
+	if s.kind == kindNone || fg.pid != s.pid {
+		return ReasonInput, &fg, false
 	}
 	// The shell itself reads its terminal.
 	s.mu.Lock()
@@ -248,7 +291,7 @@ func (s *session) inputReason(w waitSpec) (reason Reason, input *foregroundRead,
 		return "", nil, false
 	}
 	// A command of its own reads (read, a continuation line): a question.
-	return ReasonInput, &foregroundRead{pid: pid, kind: kind}, false
+	return ReasonInput, &fg, false
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -257,3 +300,7 @@ func earliest(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// backgroundJobs reports whether a background job of the session's shell still runs
+// (the shell is the session leader: its jobs are the rest of its session).
+func (s *session) backgroundJobs() bool { return backgroundJobs(s.pid) }
