@@ -86,8 +86,10 @@ func factsOf(c pty.Command, text string) commandFacts {
 }
 
 type inputWanted struct {
-	Kind   pty.InputKind `json:"kind"`
-	Prompt string        `json:"prompt"`
+	Kind pty.InputKind `json:"kind"`
+	// Prompt is what the waiting program printed last, null when it printed nothing
+	// since its command started (a silent cat).
+	Prompt *string `json:"prompt"`
 }
 
 // readOptions turns the reading arguments into the engine's options, which the engine
@@ -172,8 +174,13 @@ func shapeRead(r pty.ReadResult, clamped bool) (readResult, string) {
 		parts = append(parts, commandStatus(*c))
 	}
 	if w := r.WaitingForInput; w != nil {
-		out.WaitingForInput = &inputWanted{Kind: w.Kind, Prompt: w.Prompt}
-		parts = append(parts, fmt.Sprintf("waits for %s input at %q: answer with input (or keys C-c)", w.Kind, w.Prompt))
+		out.WaitingForInput = &inputWanted{Kind: w.Kind}
+		at := "with no prompt"
+		if w.Prompt != "" {
+			out.WaitingForInput.Prompt = &w.Prompt
+			at = fmt.Sprintf("at %q", w.Prompt)
+		}
+		parts = append(parts, fmt.Sprintf("waits for %s input %s: answer with input (or keys C-c)", w.Kind, at))
 	}
 	if r.Written > 0 {
 		parts = append(parts, "wrote "+fmtBytes(int64(r.Written)))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -362,5 +363,31 @@ func TestShell_OpenWaitPort(t *testing.T) {
 	bad := callTool(t, s, "shell_open", map[string]any{"command": "true", "waitPort": 70000})
 	if !bad.IsError || !strings.HasPrefix(text(bad), "INVALID_ARGUMENT: ") {
 		t.Errorf("shell_open waitPort 70000 = %q, want INVALID_ARGUMENT", text(bad))
+	}
+}
+
+// A program that waits without having printed anything has no prompt (null), and the
+// text says so; one that asks has its question.
+func TestShell_waitingPrompt(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("input-wanted needs the kernel's view of the terminal")
+	}
+	s := newTestServer(t)
+	for _, tt := range []struct {
+		command string
+		prompt  any
+	}{
+		{"cat", nil},
+		{`printf 'Name? '; exec cat`, "Name?"},
+	} {
+		open := callTool(t, s, "shell_open", map[string]any{"command": tt.command, "timeoutMs": 20000})
+		r := structured(t, open)
+		w, _ := r["waitingForInput"].(map[string]any)
+		if r["reason"] != "input" || w == nil || w["prompt"] != tt.prompt {
+			t.Errorf("shell_open %q = reason %v, waitingForInput %v; want input with prompt %v", tt.command, r["reason"], r["waitingForInput"], tt.prompt)
+		}
+		if tt.prompt == nil && !strings.Contains(text(open), "with no prompt") {
+			t.Errorf("shell_open %q text = %q, want it to say there is no prompt", tt.command, strings.SplitN(text(open), "\n", 2)[0])
+		}
 	}
 }
