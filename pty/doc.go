@@ -102,7 +102,10 @@
 //     read, select, poll or epoll on the terminal, the output quiet for 50ms (100ms after
 //     input was written, which the program may not have taken yet) and nothing left for
 //     the reader. The shell itself reading is "prompt" at a marked prompt, and nothing
-//     without marks: its prompt and a question look the same.
+//     without marks: its prompt and a question look the same. Before the answer counts,
+//     the reader is made to catch up (a read deadline in the past cuts its Read short;
+//     it answers between reads), so output and marks the program wrote before it blocked
+//     are in the buffer and the shell state: no time hold.
 //   - "input" looks through relays (sudo with use_pty, script, su: a reader that holds a
 //     pty master) to the inner terminal's foreground group, judged the same way with the
 //     inner terminal's modes, and sees a process that opened the terminal by name from

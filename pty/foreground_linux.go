@@ -83,17 +83,25 @@ func (s *session) foreground() (foregroundRead, bool) {
 	if err != nil {
 		return foregroundRead{}, false
 	}
-	var pgrp, unread int
+	var pgrp int
 	var tio *unix.Termios
-	var perr, terr, uerr error
+	var perr, terr error
 	if err := rc.Control(func(fd uintptr) {
 		pgrp, perr = unix.IoctlGetInt(int(fd), unix.TIOCGPGRP)
 		tio, terr = unix.IoctlGetTermios(int(fd), unix.TCGETS)
-		unread, uerr = unix.IoctlGetInt(int(fd), unix.TIOCINQ)
 	}); err != nil || perr != nil || terr != nil || pgrp <= 0 {
 		return foregroundRead{}, false
 	}
-	if uerr != nil || unread > 0 {
+	t := terminal{path: s.pts, byCtty: true}
+	var procs processTable
+	fg, ok := t.waiting(&procs, pgrp, s.pid, inputKindOf(tio), 0)
+	if !ok {
+		return foregroundRead{}, false
+	}
+	// Asked after the reader was seen blocked, so that whatever it wrote before it
+	// blocked has left the terminal by now (syncReader then finds it in the ring).
+	unread, uerr := -1, error(nil)
+	if err := rc.Control(func(fd uintptr) { unread, uerr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); err != nil || uerr != nil || unread > 0 {
 		// Output the program wrote before it blocked is still on its way to the reader:
 		// what it asks is not on record yet.
 		return foregroundRead{}, false
@@ -103,9 +111,7 @@ func (s *session) foreground() (foregroundRead, bool) {
 		// scheduled, and /proc still shows the read it is about to return from.
 		return foregroundRead{}, false
 	}
-	t := terminal{path: s.pts, byCtty: true}
-	var procs processTable
-	return t.waiting(&procs, pgrp, s.pid, inputKindOf(tio), 0)
+	return fg, true
 }
 
 // terminal is a terminal's slave side, as the processes that use it name it: by its
@@ -144,7 +150,13 @@ func (t terminal) waiting(procs *processTable, pgrp, sid int, kind InputKind, de
 	}
 	if depth < maxRelayDepth {
 		if inner, ok := t.relayInner(reader, procs); ok {
-			return inner.through(procs, reader, kind, depth+1)
+			fg, ok := inner.through(procs, reader, kind, depth+1)
+			// Still blocked after the inner side was: it has passed on all the inner
+			// side wrote (its wait would have ended on the master otherwise).
+			if !ok || fg.pid != reader && !t.readingTTY(reader, raw).tty {
+				return foregroundRead{}, false
+			}
+			return fg, true
 		}
 	}
 	return foregroundRead{pid: reader, kind: kind, opaque: w.other}, true
@@ -568,4 +580,17 @@ func walkProc(fn func(pid int, stat []byte)) {
 func statIDs(stat []byte) (sid, pgrp int, ok bool) {
 	p, ok := parseStat(0, stat)
 	return p.sid, p.pgrp, ok
+}
+
+// masterUnread is how much output waits in the terminal for the reader, -1 if unknown.
+func (s *session) masterUnread() int {
+	rc, err := s.master.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	n, ierr := -1, error(nil)
+	if err := rc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); err != nil || ierr != nil {
+		return -1
+	}
+	return n
 }

@@ -1,12 +1,14 @@
 package pty
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -252,4 +254,22 @@ func TestInput_pinentry(t *testing.T) {
 		t.Errorf("kill pinentry %d: %v", fg.pid, err)
 	}
 	eventually(t, "pinentry to go", func() bool { st, _, ok := procStat(fg.pid); return !ok || st == 'Z' })
+}
+
+// A shell's first marks that are still in the reader's hands when the kernel already
+// shows the shell reading at its prompt (a loaded machine: the reader is held up) do
+// not make an integrated shell look like one without integration: the wait asks the
+// reader to catch up instead of trusting a time hold.
+func TestOpen_readerHeldUp(t *testing.T) {
+	needLinuxInput(t)
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	var once sync.Once
+	readHook = func(p []byte) {
+		if bytes.Contains(p, []byte("133;")) {
+			once.Do(func() { time.Sleep(time.Second) }) // the reader, held up
+		}
+	}
+	t.Cleanup(func() { readHook = nil })
+	m := newManager(t, Config{})
+	openShell(t, m, "bash", nil) // fails unless it opens at an integrated prompt
 }

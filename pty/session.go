@@ -63,7 +63,10 @@ type session struct {
 	reaped        bool          // the leader has been waited for: its pid may be reused now
 	inputNoted    bool          // a call ended with "input" while the output ended at inputNotedEnd
 	inputNotedEnd int64
-	closed        bool // the master has been closed by stop
+	syncAsked     uint64        // syncReader calls so far
+	syncDone      uint64        // the last of them the reader has answered
+	synced        chan struct{} // closed (and cleared) when the reader answers; made by syncReader
+	closed        bool          // the master has been closed by stop
 	status        exitStatus
 }
 
@@ -208,11 +211,22 @@ func isExecutable(path string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
+// readHook, when set (by tests only), sees each chunk the reader read before the reader
+// puts it into the session: a slow hook plays a reader held up by a loaded machine.
+var readHook func(p []byte)
+
 func (s *session) readLoop() {
 	defer close(s.readerDone)
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := s.master.Read(buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			s.answerSync()
+			continue
+		}
+		if n > 0 && readHook != nil {
+			readHook(buf[:n])
+		}
 		if n > 0 {
 			now := time.Now()
 			s.mu.Lock()
@@ -234,6 +248,55 @@ func (s *session) readLoop() {
 			return
 		}
 	}
+}
+
+// syncReader returns once the reader goroutine has put everything it had read from the
+// master when the call began into the ring (and the marks in it into the shell state),
+// so that what the kernel says left the terminal can be looked for in the session. It
+// cuts the reader's blocked Read short with a read deadline in the past; the reader
+// answers the next time it is between reads. It returns false, at once, where the
+// master takes no deadline, and when the reader is gone or ctx ends first.
+func (s *session) syncReader(ctx context.Context) bool {
+	s.mu.Lock()
+	s.syncAsked++
+	n := s.syncAsked
+	s.mu.Unlock()
+	if err := s.master.SetReadDeadline(time.Unix(1, 0)); err != nil {
+		return false
+	}
+	for {
+		s.mu.Lock()
+		if s.syncDone >= n {
+			s.mu.Unlock()
+			return true
+		}
+		if s.synced == nil {
+			s.synced = make(chan struct{})
+		}
+		ch := s.synced
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-s.readerDone:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// answerSync is the reader's side of syncReader, between two reads: everything it read
+// so far is in the ring. The deadline is lifted first, so a syncReader that sets it
+// again after this answer is answered by the next round, never left waiting.
+func (s *session) answerSync() {
+	_ = s.master.SetReadDeadline(time.Time{})
+	s.mu.Lock()
+	s.syncDone = s.syncAsked
+	if s.synced != nil {
+		close(s.synced)
+		s.synced = nil
+	}
+	s.mu.Unlock()
 }
 
 func (s *session) waitLoop(m *Manager) {

@@ -27,10 +27,11 @@ const (
 	inputQuiet      = 50 * time.Millisecond
 	inputAfterWrite = 100 * time.Millisecond
 	maxInputCheck   = 250 * time.Millisecond // checks back off to this while nothing changes
-	// inputConfirm is how long a "waits for input" answer is held before it counts: the
-	// program's last output may have left the terminal (the check sees nothing unread)
-	// and still be in the reader's hands, on its way into the buffer. Output that arrives
-	// meanwhile cancels it.
+	// inputConfirm is how long a "waits for input" answer is held before it counts where
+	// the reader cannot be asked whether it has put all it read into the buffer (see
+	// syncReader): the program's last output may have left the terminal (the check sees
+	// nothing unread) and still be in the reader's hands. Output that arrives meanwhile
+	// cancels it.
 	inputConfirm = 30 * time.Millisecond
 	portCheck    = 100 * time.Millisecond
 	// relayQuiet is how long output must have been quiet before a relay whose inner side
@@ -94,6 +95,7 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 	jobs := false // a read at the prompt waiting on background jobs
 	var nextJobs time.Time
 	jobsGoneEnd := int64(-1) // the output's end when the jobs were first seen gone
+	jobsGone := false        // ... and their output was found all in the buffer
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for first := true; ; first = false {
@@ -145,10 +147,19 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 		case (w.prompt || w.opening) && newPrompt:
 			reason = ReasonPrompt
 		}
-		if reason == "" && jobs && !now.Before(nextJobs) {
+		if reason == "" && jobsGone {
+			reason = ReasonPrompt
+		}
+		if reason == "" && jobs && !jobsGone && !now.Before(nextJobs) {
 			switch {
 			case s.backgroundJobs():
 				jobsGoneEnd = -1
+			case s.caughtUp(ctx):
+				// Gone, and their last output is in the buffer: look at it once more.
+				if jobsGone = true; s.outputEnd() != end {
+					continue
+				}
+				reason = ReasonPrompt
 			case jobsGoneEnd == end:
 				reason = ReasonPrompt // gone, and their last output has had time to arrive
 			default:
@@ -173,8 +184,8 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 			inputEvery = inputQuiet // something changed: look again soon
 		}
 		if reason == "" && foregroundKnown && !now.Before(quietSince.Add(inputQuiet)) && !now.Before(nextInput) {
-			var redo bool
-			reason, input, redo = s.inputReason(w)
+			var redo, synced bool
+			reason, input, redo, synced = s.inputReason(ctx, w)
 			checkedEnd = end
 			nextInput = time.Now().Add(inputEvery)
 			inputEvery = min(2*inputEvery, maxInputCheck)
@@ -191,6 +202,13 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 			switch {
 			case reason == "":
 				heldEnd = -1
+			case synced:
+				// The reader has put all the program wrote before it blocked into the
+				// buffer: unless that is more than this round saw, the answer stands.
+				if s.outputEnd() != end {
+					reason, input = "", nil
+					continue
+				}
 			case heldEnd != end || held.reason != reason:
 				// First seen: hold it, and ask again once the reader has surely put
 				// whatever it read into the buffer.
@@ -261,14 +279,20 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 // for an integrated shell waiting at its own prompt, "idle" for the first read of a
 // shell that is reading its terminal without having sent a mark (no integration: its
 // prompt is all there is to wait for), or nothing. redo says that it learnt the prompt is
-// drawn, which the caller should look at before anything else.
-func (s *session) inputReason(w waitSpec) (reason Reason, input *foregroundRead, redo bool) {
+// drawn, which the caller should look at before anything else. synced says that the
+// reader has put everything the program wrote before it blocked into the buffer and the
+// shell state: the caller need only see whether that is more than it had looked at.
+func (s *session) inputReason(ctx context.Context, w waitSpec) (reason Reason, input *foregroundRead, redo, synced bool) {
 	fg, ok := s.foreground()
 	if !ok {
-		return "", nil, false
+		return "", nil, false, false
 	}
+	// What the kernel says left the terminal is in the buffer, marks included, before
+	// the shell state is looked at: a shell's first marks still in the reader's hands
+	// would make an integrated shell look like one without integration.
+	synced = s.syncReader(ctx)
 	if s.kind == kindNone || fg.pid != s.pid {
-		return ReasonInput, &fg, false
+		return ReasonInput, &fg, false, synced
 	}
 	// The shell itself reads its terminal.
 	s.mu.Lock()
@@ -277,21 +301,21 @@ func (s *session) inputReason(w waitSpec) (reason Reason, input *foregroundRead,
 	case s.sh.waitsAtPrompt():
 		if s.sh.drawnAt != s.sh.promptAt {
 			s.sh.drawnAt = s.sh.promptAt
-			return "", nil, true
+			return "", nil, true, synced
 		}
 		if w.prompt {
-			return ReasonPrompt, nil, false // text typed at the prompt, a completion shown
+			return ReasonPrompt, nil, false, synced // text typed at the prompt, a completion shown
 		}
-		return "", nil, false
+		return "", nil, false, synced
 	case !s.sh.marks:
 		// No integration after all: its prompt and a question look the same.
 		if w.opening {
-			return ReasonIdle, nil, false
+			return ReasonIdle, nil, false, synced
 		}
-		return "", nil, false
+		return "", nil, false, synced
 	}
 	// A command of its own reads (read, a continuation line): a question.
-	return ReasonInput, &fg, false
+	return ReasonInput, &fg, false, synced
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -304,3 +328,16 @@ func earliest(a, b time.Time) time.Time {
 // backgroundJobs reports whether a background job of the session's shell still runs
 // (the shell is the session leader: its jobs are the rest of its session).
 func (s *session) backgroundJobs() bool { return backgroundJobs(s.pid) }
+
+// outputEnd is where the session's output ends now.
+func (s *session) outputEnd() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ring.End()
+}
+
+// caughtUp reports whether all output the terminal holds is in the buffer: none left in
+// the terminal, and the reader has put what it read there (syncReader).
+func (s *session) caughtUp(ctx context.Context) bool {
+	return s.masterUnread() == 0 && s.syncReader(ctx)
+}
