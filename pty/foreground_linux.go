@@ -143,7 +143,7 @@ func (t terminal) waiting(procs *processTable, pgrp, sid int, kind InputKind, de
 		}
 	}
 	if reader == 0 {
-		if p := t.strayReader(procs, raw); p != 0 {
+		if p := t.strayReader(procs, sid, raw); p != 0 {
 			return foregroundRead{pid: p, kind: kind}, true
 		}
 		return foregroundRead{}, false
@@ -259,12 +259,20 @@ func ttyIndex(fdinfo string) (int, bool) {
 }
 
 // strayReader returns a process that reads t without t being its controlling terminal
-// (it opened it by name: pinentry), or 0. Only processes asleep in a call that can wait
-// for input are looked at closer.
-func (t terminal) strayReader(procs *processTable, raw bool) int {
+// (it opened it by name: pinentry), or 0. Only processes started since the session's
+// program (the one the terminal was made for, sid) and asleep in a call that can wait
+// for input are looked at closer: the daemons that were there before cannot know the
+// terminal, and reading each one's syscall would cost milliseconds a check.
+func (t terminal) strayReader(procs *processTable, sid int, raw bool) int {
 	t.byCtty = false // their /dev/tty is another terminal, or none
+	var since uint64
 	for _, p := range procs.load() {
-		if p.state != 'S' || p.tty == t.path {
+		if p.pid == sid {
+			since = p.start
+		}
+	}
+	for _, p := range procs.load() {
+		if p.state != 'S' || p.tty == t.path || p.start < since || since == 0 {
 			continue
 		}
 		sc, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/syscall")
@@ -478,6 +486,7 @@ func waitSyscall(nr int64) waitKind {
 // process is what /proc/<pid>/stat says about a process that foreground needs.
 type process struct {
 	pid, ppid, pgrp, sid, tpgid int
+	start                       uint64 // when it started, in clock ticks since boot
 	state                       byte
 	tty                         string // its controlling terminal when that is a pty slave, /dev/pts/N
 }
@@ -502,14 +511,18 @@ func (pt *processTable) load() []process {
 
 // parseStat reads the fields process has from a /proc/<pid>/stat line, counting from the
 // last ')' (the command name may hold spaces and parentheses): state, ppid, pgrp, session,
-// tty_nr, tpgid.
+// tty_nr, tpgid, and starttime.
 func parseStat(pid int, stat []byte) (process, bool) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
 		return process{}, false
 	}
 	f := bytes.Fields(stat[i+1:])
-	if len(f) < 6 || len(f[0]) != 1 {
+	if len(f) < 20 || len(f[0]) != 1 {
+		return process{}, false
+	}
+	start, err := strconv.ParseUint(string(f[19]), 10, 64)
+	if err != nil {
 		return process{}, false
 	}
 	var n [5]int
@@ -520,7 +533,7 @@ func parseStat(pid int, stat []byte) (process, bool) {
 		}
 		n[k] = v
 	}
-	return process{pid: pid, state: f[0][0], ppid: n[0], pgrp: n[1], sid: n[2], tty: ptsOfDev(n[3]), tpgid: n[4]}, true
+	return process{pid: pid, state: f[0][0], ppid: n[0], pgrp: n[1], sid: n[2], tty: ptsOfDev(n[3]), tpgid: n[4], start: start}, true
 }
 
 // ptsOfDev returns the path of the pty slave with device number dev (as tty_nr encodes
