@@ -117,8 +117,9 @@ func (s *session) foreground() (foregroundRead, bool) {
 // terminal is a terminal's slave side, as the processes that use it name it: by its
 // path, and, for the processes it is the controlling terminal of (byCtty), as /dev/tty.
 type terminal struct {
-	path   string
-	byCtty bool
+	path     string
+	byCtty   bool
+	password bool // its modes ask for a password (see readingTTY)
 }
 
 // waiting reports which process of foreground group pgrp (of session sid, 0 for any)
@@ -127,6 +128,7 @@ type terminal struct {
 // how many relays deep this already is). procs is walked once, when first needed.
 func (t terminal) waiting(procs *processTable, pgrp, sid int, kind InputKind, depth int) (foregroundRead, bool) {
 	raw := kind == InputKeys
+	t.password = kind == InputPassword
 	reader, w := 0, waitSet{}
 	// The group's leader is usually the reader (a lone program, the head of a
 	// pipeline); the rest of the group is looked for only when it is not.
@@ -328,8 +330,14 @@ func (t terminal) readingTTY(pid int, raw bool) waitSet {
 	sc, err := os.ReadFile(dir + "/syscall")
 	if err != nil {
 		// Unreadable for a program with other privileges (sudo): the kernel function it
-		// sleeps in still says whether that is a terminal read.
-		w, _ := os.ReadFile(dir + "/wchan")
+		// sleeps in still says whether that is a terminal read, where it may be read.
+		// Where not (sudo seen by an ordinary user), a program asleep while the terminal
+		// is in password mode (lines, no echo) is taken at the terminal's word: it
+		// reads the password.
+		w, err := os.ReadFile(dir + "/wchan")
+		if err != nil || string(w) == "0" || string(w) == "" {
+			return waitSet{tty: t.password}
+		}
 		return waitSet{tty: string(w) == "n_tty_read" || string(w) == "wait_woken"}
 	}
 	f := strings.Fields(string(sc))
