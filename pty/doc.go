@@ -113,6 +113,10 @@
 //     of sight (waiting on the terminal and a socket: ssh, docker exec) asks only after
 //     1s of quiet output. After a call ended with "input", a read without input waits for
 //     new output instead of answering "input" again for the same quiet state.
+//     As an ordinary user, what a setuid relay (sudo) runs cannot be inspected: its own
+//     password prompt is seen (asleep with the terminal in password mode), a program
+//     working under it is not taken for a question, and a question asked under it is
+//     not seen.
 //   - InputWanted.Prompt is the last line the waiting program printed since its command
 //     started (a program session: since it started), "" when it printed none.
 //   - A read without input at an idle prompt returns at once unless a background job of

@@ -554,15 +554,20 @@ func ptsOfDev(dev int) string {
 	return "/dev/pts/" + strconv.FormatUint(uint64((major-136)*256+minor), 10)
 }
 
-// backgroundJobs reports whether a process of session sid other than the shell (sid)
-// and its own group runs: a background job. Stopped jobs and zombies do not count: they
-// print nothing until the person resumes or reaps them.
-func backgroundJobs(sid int) bool {
+// backgroundJobs reports whether a process of session sid outside the shell's own group
+// (sid) runs with its output or errors going to terminal pts: a background job whose
+// output a read can wait for. Stopped jobs and zombies print nothing until the person
+// resumes or reaps them; a job whose output goes elsewhere (a daemon an rc started, such
+// as powerlevel10k's gitstatusd, or `make > log &`) never reaches the terminal.
+func backgroundJobs(sid int, pts string) bool {
 	found := false
 	walkProc(func(pid int, stat []byte) {
-		if p, ok := parseStat(pid, stat); ok && !found && p.sid == sid && p.pgrp != sid {
-			found = p.state != 'T' && p.state != 't' && p.state != 'Z' && p.state != 'X'
+		p, ok := parseStat(pid, stat)
+		if found || !ok || p.sid != sid || p.pgrp == sid || p.state == 'T' || p.state == 't' || p.state == 'Z' || p.state == 'X' {
+			return
 		}
+		t := terminal{path: pts, byCtty: true}
+		found = t.isTTY(pid, 1) || t.isTTY(pid, 2)
 	})
 	return found
 }

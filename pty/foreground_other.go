@@ -14,6 +14,6 @@ func (s *session) foreground() (foregroundRead, bool) { return foregroundRead{},
 
 // backgroundJobs is false where the session's processes cannot be listed: a read at the
 // prompt returns at once, as before.
-func backgroundJobs(sid int) bool { return false }
+func backgroundJobs(sid int, pts string) bool { return false }
 
 func (s *session) masterUnread() int { return -1 }

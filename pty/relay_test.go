@@ -190,13 +190,16 @@ func TestRead_backgroundJob(t *testing.T) {
 	if !strings.Contains(res.Output, "late") || res.Reason == ReasonTimeout {
 		t.Fatalf("read with a background job running = reason %q output %q; want it to wait for \"late\"", res.Reason, res.Output)
 	}
-	// With no job left (a stopped one does not count) the prompt answers at once.
-	run(t, m, id, "sleep 30 & kill -STOP $!")
+	// With no job left that can print (a stopped one, one writing elsewhere) the prompt
+	// answers at once.
+	run(t, m, id, "sleep 30 & kill -STOP $!; sleep 30 >/dev/null 2>&1 &")
 	res = mustIO(t, m, id, "", ReadOptions{Timeout: waitLong})
 	if res.Reason != ReasonPrompt {
-		t.Errorf("read with only a stopped job = reason %q output %q, want the prompt at once", res.Reason, res.Output)
+		t.Errorf("read with only a stopped job and a quiet one = reason %q output %q, want the prompt at once", res.Reason, res.Output)
 	}
-	run(t, m, id, "kill -KILL $!; wait")
+	if res := run(t, m, id, "kill -KILL $(jobs -p); wait"); exitOf(res) != 0 {
+		t.Errorf("ending the jobs: exit %d, output %q", exitOf(res), res.Output)
+	}
 }
 
 // gpg asks for a passphrase through gpg-agent's pinentry-curses, which opens the

@@ -154,7 +154,9 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 			switch {
 			case s.backgroundJobs():
 				jobsGoneEnd = -1
-			case s.caughtUp(ctx):
+			case s.masterUnread() > 0:
+				// Gone, and their last output still on its way to the reader.
+			case s.syncReader(ctx):
 				// Gone, and their last output is in the buffer: look at it once more.
 				if jobsGone = true; s.outputEnd() != end {
 					continue
@@ -326,18 +328,13 @@ func earliest(a, b time.Time) time.Time {
 }
 
 // backgroundJobs reports whether a background job of the session's shell still runs
-// (the shell is the session leader: its jobs are the rest of its session).
-func (s *session) backgroundJobs() bool { return backgroundJobs(s.pid) }
+// that writes to the terminal (the shell is the session leader: its jobs are the rest
+// of its session).
+func (s *session) backgroundJobs() bool { return backgroundJobs(s.pid, s.pts) }
 
 // outputEnd is where the session's output ends now.
 func (s *session) outputEnd() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ring.End()
-}
-
-// caughtUp reports whether all output the terminal holds is in the buffer: none left in
-// the terminal, and the reader has put what it read there (syncReader).
-func (s *session) caughtUp(ctx context.Context) bool {
-	return s.masterUnread() == 0 && s.syncReader(ctx)
 }
