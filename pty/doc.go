@@ -120,8 +120,10 @@
 //   - InputWanted.Prompt is the last line the waiting program printed since its command
 //     started (a program session: since it started), "" when it printed none.
 //   - A read without input at an idle prompt returns at once unless a background job of
-//     the shell (its session, outside its own group, not stopped) still runs: then it is
-//     a long-poll read, which also ends ("prompt") once the last job is gone.
+//     the shell (its session, outside its own group, not stopped, its stdout or stderr
+//     the terminal) still runs: then it is a long-poll read, which also ends ("prompt")
+//     once the last job is gone. A daemon the rc started with its output elsewhere
+//     (gitstatusd) does not count.
 //   - Commands are numbered from 1 per session; History (Get) keeps the last 100
 //     finished ones. For sh/dash, which mark no command start, only the first line typed
 //     at a prompt is recorded, its output starting after the terminal's echo of what was
