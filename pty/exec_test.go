@@ -36,7 +36,7 @@ func readingTerminal(t *testing.T, m *Manager, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the program to read its terminal", func() bool { _, _, ok := s.foreground(); return ok })
+	eventually(t, "the program to read its terminal", func() bool { _, ok := s.foreground(); return ok })
 }
 
 // A command is the session's own process (the shell execs it): its exit code, the
