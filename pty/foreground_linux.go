@@ -601,13 +601,6 @@ func walkProc(fn func(pid int, stat []byte)) {
 	}
 }
 
-// statIDs extracts the session id and process group from a /proc/<pid>/stat line (see
-// statSession).
-func statIDs(stat []byte) (sid, pgrp int, ok bool) {
-	p, ok := parseStat(0, stat)
-	return p.sid, p.pgrp, ok
-}
-
 // masterUnread is how much output waits in the terminal for the reader, -1 if unknown.
 func (s *session) masterUnread() int {
 	rc, err := s.master.SyscallConn()
