@@ -18,9 +18,13 @@
 //     program's: a C-c the program handles is not the shell's death by SIGINT, and kill
 //     of the pid reaches the program. Where exec would change the meaning or the line is
 //     more than the check reads (a pipeline, a subshell or compound command, a line
-//     break, a backquote, a trap, a last command in the background or a shell builtin),
-//     the command runs under sh as written and the pid is the shell's; write exec
-//     yourself to choose.
+//     break, also one after a comment, a backquote, a last command in the background or
+//     a shell builtin), the command runs under sh as written and the pid is the shell's;
+//     so it does after an earlier command that may set a trap, which exec would skip:
+//     trap, . or source (the file may set one), eval, any of them behind `command`, or
+//     a command named by an expansion ($setup). What only sets up the shell for the
+//     program (set -e, ulimit, umask, exec 3>&1, assignments) keeps exec, since the
+//     program inherits it. Write exec yourself to choose.
 //   - Ids are "s1", "s2", ... in creation order and never reused within a Manager (an id
 //     taken by an Open that failed is skipped).
 //   - A wait ends at the first of: WaitFor matches, the program exits, output settles,

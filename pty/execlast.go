@@ -14,10 +14,13 @@ import (
 //
 // The command is returned unchanged where exec would change what it means or cannot be
 // proved harmless by reading it: a pipeline, a subshell or group, a compound command
-// (if, for, while, case...), a line break (a script), a backquote, a trap (exec would
-// skip an EXIT trap), a last command that runs in the background or is a shell builtin
-// (cd, exit, wait, echo...: the shell runs those itself, so nothing else has a pid), and
-// one that already starts with exec. Those run under sh as written.
+// (if, for, while, case...), a line break (a script; a comment ends its line, not the
+// command), a backquote, an earlier command that may set a trap (exec would skip an EXIT
+// trap): trap itself, a sourced file (. or source), eval, any of those behind `command`,
+// or a command whose name is an expansion ($T), a last command that runs in the
+// background or is a shell builtin (cd, exit, wait, echo...: the shell runs those itself,
+// so nothing else has a pid), and one that already starts with exec. Those run under sh
+// as written.
 func execLast(command string) string {
 	toks, ok := shellTokens(command)
 	if !ok || len(toks) == 0 {
@@ -46,7 +49,9 @@ func execLast(command string) string {
 		switch {
 		case name == "" && i < len(segs)-1:
 			continue // a line of assignments or redirections only
-		case reservedWords[name] || name == "trap":
+		case reservedWords[name]:
+			return command
+		case i < len(segs)-1 && maySetTrap(seg):
 			return command
 		case i == len(segs)-1:
 			if name == "" || name == "exec" || shBuiltins[name] {
@@ -74,23 +79,61 @@ var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 // commandName returns the name of the command a list member runs, unquoted, and where it
 // starts: the first word that is neither an assignment nor a redirection's target.
 func commandName(seg []shellToken) (string, int) {
+	words := commandWords(seg)
+	if len(words) == 0 {
+		return "", -1
+	}
+	return unquote(words[0].word), words[0].pos
+}
+
+// commandWords returns the words of a list member from its command's name on, without
+// the assignments before it and the redirections anywhere in it.
+func commandWords(seg []shellToken) []shellToken {
+	var words []shellToken
 	for i := 0; i < len(seg); i++ {
 		t := seg[i]
 		switch {
 		case t.op != "":
 			i++ // a redirection: the next word is its target
-		case assignment.MatchString(t.word):
+		case len(words) == 0 && assignment.MatchString(t.word):
 		default:
-			return strings.NewReplacer(`'`, "", `"`, "", `\`, "").Replace(t.word), t.pos
+			words = append(words, t)
 		}
 	}
-	return "", -1
+	return words
 }
+
+// unquote is a word with its quotes and backslashes taken out, as a command name reads.
+func unquote(w string) string {
+	return strings.NewReplacer(`'`, "", `"`, "", `\`, "").Replace(w)
+}
+
+// maySetTrap reports whether a command before the last may leave the shell with a trap
+// that exec would skip: trap, a sourced file, eval, any of them run through `command`,
+// or a command whose name is only known once expanded.
+func maySetTrap(seg []shellToken) bool {
+	words := commandWords(seg)
+	for len(words) > 0 && unquote(words[0].word) == "command" {
+		words = words[1:]
+		for len(words) > 0 && strings.HasPrefix(words[0].word, "-") {
+			words = words[1:] // command -p, -v, -V: -v and -V only look, which is harmless to refuse
+		}
+	}
+	if len(words) == 0 {
+		return false
+	}
+	name := words[0].word
+	return strings.Contains(name, "$") || trapSetters[unquote(name)]
+}
+
+// trapSetters are the builtins that may set a trap: directly, or by running shell text.
+var trapSetters = map[string]bool{"trap": true, ".": true, "source": true, "eval": true}
 
 // shellTokens splits a command line into words and operators the way sh reads them, as
 // far as execLast needs: ok is false for anything it does not follow (a pipe, a
 // parenthesis, a line break, a backquote, a here-document, an unterminated quote or
-// substitution), which execLast then leaves alone. A comment ends the line.
+// substitution), which execLast then leaves alone. A comment runs to the end of its
+// line: the end of the command, or a line break, which execLast does not follow either.
 func shellTokens(s string) (toks []shellToken, ok bool) {
 	i := 0
 	for i < len(s) {
@@ -104,6 +147,9 @@ func shellTokens(s string) (toks []shellToken, ok bool) {
 		case c == '\n' || c == '|' || c == '(' || c == ')' || c == '`':
 			return nil, false
 		case c == '#':
+			if strings.IndexByte(s[i:], '\n') >= 0 {
+				return nil, false // more lines follow the comment
+			}
 			return toks, true
 		case c == ';':
 			if strings.HasPrefix(s[i:], ";;") {
