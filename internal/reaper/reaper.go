@@ -9,7 +9,9 @@
 // its own Cmd.Wait. So the reaper collects only a zombie child that nothing in this
 // process holds a pidfd for: Go's os package (Go 1.23 and later, on Linux 5.4 and later)
 // holds a pidfd for every child it starts, taken atomically at the fork, until its Wait
-// has collected it; an orphan the kernel handed over has none. Start checks that this
+// has collected it; an orphan the kernel handed over has none. A round that cannot read
+// every pidfd (the process is out of descriptors) collects nothing, since a pidfd it
+// missed could be a Cmd's, and the next round, a second later, looks again. Start checks that this
 // holds on the running system before it changes anything, and does nothing where it does
 // not. A child started without the os package (syscall.ForkExec) would be collected here:
 // nothing in this module starts one.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -100,7 +101,9 @@ type proc struct {
 }
 
 // reap collects every zombie child of this process that no pidfd here refers to, and
-// reports whether it left one that a pidfd refers to.
+// reports whether it left one to look at again: one a pidfd refers to, or any, when the
+// pidfds could not all be read (too many open files): a zombie whose pidfd was missed
+// may be a child some Cmd.Wait is about to collect, so that round collects nothing.
 func reap() (left bool) {
 	self := os.Getpid()
 	var zombies []proc
@@ -112,7 +115,10 @@ func reap() (left bool) {
 	if len(zombies) == 0 {
 		return false
 	}
-	held := pidfdTargets()
+	held, err := pidfdTargets()
+	if err != nil {
+		return true
+	}
 	for _, z := range zombies {
 		if held[z.pid] {
 			left = true // some os.Process will collect it
@@ -126,14 +132,18 @@ func reap() (left bool) {
 // Collect collects process pid if it is a zombie child of this process that no pidfd
 // here refers to (see the package doc), and reports whether pid is gone now: for a
 // caller that killed an orphan it adopted and wants it gone before it goes on, without
-// waiting for the reaper's next round.
+// waiting for the reaper's next round. Where the pidfds cannot be read it leaves pid to
+// the reaper, which tries again.
 func Collect(pid int) bool {
 	self := os.Getpid()
 	p, ok := readStat(pid)
 	switch {
 	case !ok:
 		return true
-	case p.state != 'Z' || p.ppid != self || pidfdTargets()[pid]:
+	case p.state != 'Z' || p.ppid != self:
+		return false
+	}
+	if held, err := pidfdTargets(); err != nil || held[pid] {
 		return false
 	}
 	collect(p, self)
@@ -212,32 +222,56 @@ func readStat(pid int) (proc, bool) {
 	return proc{pid: pid, ppid: ppid, state: f[0][0], start: start}, err1 == nil && err2 == nil
 }
 
-// pidfdTargets returns the pids the pidfds open in this process refer to.
-func pidfdTargets() map[int]bool {
-	out := map[int]bool{}
-	entries, err := os.ReadDir("/proc/self/fd")
+// The reads pidfdTargets makes, variables so that a test can make them fail.
+var (
+	readFdDir  = os.ReadDir
+	readFdLink = os.Readlink
+	readFdInfo = os.ReadFile
+)
+
+// pidfdTargets returns the pids the pidfds open in this process refer to, or an error
+// when it could not read them all: a pidfd missed would let its child be taken for an
+// orphan. A descriptor closed while it is read is no pidfd it missed.
+func pidfdTargets() (map[int]bool, error) {
+	entries, err := readFdDir("/proc/self/fd")
 	if err != nil {
-		return out
+		return nil, fmt.Errorf("reaper: list the open descriptors: %w", err)
 	}
+	out := map[int]bool{}
 	for _, e := range entries {
-		link, err := os.Readlink("/proc/self/fd/" + e.Name())
-		// anon_inode:[pidfd] until Linux 6.9; pidfd:[<inode>] since pidfs.
-		if err != nil || link != "anon_inode:[pidfd]" && !strings.HasPrefix(link, "pidfd:") {
+		link, err := readFdLink("/proc/self/fd/" + e.Name())
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
 		if err != nil {
+			return nil, fmt.Errorf("reaper: read descriptor %s: %w", e.Name(), err)
+		}
+		// anon_inode:[pidfd] until Linux 6.9; pidfd:[<inode>] since pidfs.
+		if link != "anon_inode:[pidfd]" && !strings.HasPrefix(link, "pidfd:") {
 			continue
 		}
+		info, err := readFdInfo("/proc/self/fdinfo/" + e.Name())
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reaper: read the pidfd %s: %w", e.Name(), err)
+		}
+		pid, found := 0, false
 		for _, line := range strings.Split(string(info), "\n") {
 			if v, ok := strings.CutPrefix(line, "Pid:"); ok {
-				if pid, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && pid > 0 {
-					out[pid] = true
-				}
+				pid, err = strconv.Atoi(strings.TrimSpace(v))
+				found = err == nil
 			}
 		}
+		if !found {
+			return nil, fmt.Errorf("reaper: no pid in the fdinfo of pidfd %s", e.Name())
+		}
+		if pid > 0 { // -1 or 0: its process is gone, or in another pid namespace
+			out[pid] = true
+		}
 	}
-	return out
+	return out, nil
 }
 
 // errNoPidfd refuses to reap where os/exec children carry no pidfd to tell them apart.
@@ -251,9 +285,12 @@ func probe() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("reaper: start a probe child: %w", err)
 	}
-	found := pidfdTargets()[cmd.Process.Pid]
+	held, err := pidfdTargets()
 	_ = cmd.Wait()
-	if !found {
+	switch {
+	case err != nil:
+		return err
+	case !held[cmd.Process.Pid]:
 		return errNoPidfd
 	}
 	return nil

@@ -86,3 +86,82 @@ func TestStart_leavesCmdWaitItsChildren(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// failReads makes pidfdTargets' reads of what is named fail with EMFILE, as they do when
+// this process has run out of descriptors, until the returned restore is called (at the
+// latest when the test ends).
+func failReads(t *testing.T, which string) (restore func()) {
+	t.Helper()
+	emfile := func(name string) error { return &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE} }
+	savedDir, savedInfo := readFdDir, readFdInfo
+	switch which {
+	case "fd dir":
+		readFdDir = func(name string) ([]os.DirEntry, error) { return nil, emfile(name) }
+	case "fdinfo":
+		readFdInfo = func(name string) ([]byte, error) { return nil, emfile(name) }
+	default:
+		t.Fatalf("failReads(%q)", which)
+	}
+	var once sync.Once
+	restore = func() { once.Do(func() { readFdDir, readFdInfo = savedDir, savedInfo }) }
+	t.Cleanup(restore)
+	return restore
+}
+
+// zombie waits until pid has exited and is left for its parent, this process, to collect.
+func zombie(t *testing.T, pid int) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("child %d to exit", pid), func() bool {
+		p, ok := readStat(pid)
+		return ok && p.state == 'Z'
+	})
+}
+
+// When the pidfds cannot be read (too many open files), a round collects nothing: the
+// zombie of a child os/exec still waits for keeps its exit status for Cmd.Wait, and an
+// orphan's zombie is left to a later round, which collects it.
+func TestReap_collectsNothingWhenPidfdsCannotBeRead(t *testing.T) {
+	for _, which := range []string{"fd dir", "fdinfo"} {
+		t.Run(which, func(t *testing.T) {
+			held := exec.Command("/bin/sh", "-c", "exit 7")
+			if err := held.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = held.Wait() })
+			// Started without the os package, as an adopted orphan is: no pidfd holds it.
+			orphan, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", "exit 0"}, &syscall.ProcAttr{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				var ws syscall.WaitStatus
+				_, _ = syscall.Wait4(orphan, &ws, syscall.WNOHANG, nil)
+			})
+			zombie(t, held.Process.Pid)
+			zombie(t, orphan)
+
+			restore := failReads(t, which)
+			if left := reap(); !left {
+				t.Errorf("reap() with the pidfds unreadable = false, want true (look again later)")
+			}
+			if Collect(held.Process.Pid) {
+				t.Errorf("Collect(%d) with the pidfds unreadable = true, want false", held.Process.Pid)
+			}
+			for _, pid := range []int{held.Process.Pid, orphan} {
+				if p, ok := readStat(pid); !ok || p.state != 'Z' {
+					t.Errorf("child %d was collected in a round that could not read the pidfds", pid)
+				}
+			}
+
+			restore()
+			reap()
+			if _, ok := readStat(orphan); ok {
+				t.Errorf("the orphan %d is still there after a round that could read the pidfds", orphan)
+			}
+			err = held.Wait()
+			if held.ProcessState == nil || held.ProcessState.ExitCode() != 7 {
+				t.Errorf("Cmd.Wait() = %v, state %v, want exit status 7: its status was taken", err, held.ProcessState)
+			}
+		})
+	}
+}
