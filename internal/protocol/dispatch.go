@@ -31,7 +31,6 @@ func (s *Session) dispatch(m rpcMessage, id string, params map[string]json.RawMe
 	_ = json.Unmarshal(params["name"], &name)
 	wait := s.cfg.MayWait(name, members(params["arguments"]))
 	meta := members(params["_meta"])
-	token, _ := tokenKey(meta["progressToken"])
 
 	s.mu.Lock()
 	if s.stopping {
@@ -45,7 +44,7 @@ func (s *Session) dispatch(m rpcMessage, id string, params map[string]json.RawMe
 		return
 	}
 	ctx, cancel := context.WithCancel(s.callCtx)
-	c := &call{id: m.ID, token: token, spelt: meta["progressToken"], task: s.cfg.Tasks != nil && name == s.cfg.Tasks.Tool && s.declaresLocked(meta), tool: true, wait: wait, cancel: cancel}
+	c := &call{id: m.ID, spelt: requestToken(line), task: s.cfg.Tasks != nil && name == s.cfg.Tasks.Tool && s.declaresLocked(meta), tool: true, wait: wait, cancel: cancel}
 	s.trackLocked(id, c)
 	wire := s.nextWireLocked()
 	s.running++
@@ -54,7 +53,7 @@ func (s *Session) dispatch(m rpcMessage, id string, params map[string]json.RawMe
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	line = withID(line, wire) // mcp-go would change some ids (ids.go)
+	line = withRequestToken(withID(line, wire), c.token) // mcp-go would change some ids and tokens (ids.go)
 
 	go func() {
 		defer s.wg.Done()

@@ -1,14 +1,21 @@
 package protocol
 
 // This file owns what the session changes in the messages it hands on to mcp-go, and back:
-// request ids, params that do not fit their method, and the protocol version initialize
-// negotiates.
+// request ids, progress tokens, params that do not fit their method, and the protocol
+// version initialize negotiates.
 //
 // Ids: JSON-RPC ids are the client's, to be echoed as sent. mcp-go decodes an id into an
 // int64 or a float64 and writes that back: 9007199254740993 returns as
 // 9007199254740992, 1.0 as 1, 1e3 as 1000. So mcp-go never sees a client's id: each
 // request reaches it with a wire id, a small integer the session gives (it survives any
 // decoding), and the response gets the client's id back, spliced in byte for byte.
+//
+// Progress tokens likewise: mcp-go decodes a numeric token into a float64, so tokens one
+// float64 apart (9007199254740992 and 9007199254740993) would come back as one. A request
+// with a token (a string or a number) reaches mcp-go with a wire token of its own, from
+// the same counter as wire ids, and each notifications/progress mcp-go writes with it gets
+// that request's token back as the client spelt it. The wire token is forgotten when the
+// request is answered or cancelled: progress written with it after that is dropped.
 
 import (
 	"bytes"
@@ -49,7 +56,7 @@ func (s *Session) forward(key string, c *call, method string, line []byte) []byt
 	s.trackLocked(key, c)
 	s.wired[wireKey(c.wire)] = &forwarded{c: c, key: key, method: method}
 	s.mu.Unlock()
-	return withID(line, c.wire)
+	return withRequestToken(withID(line, c.wire), c.token)
 }
 
 // nextWireLocked gives the next wire id.
@@ -68,32 +75,89 @@ func wireKey(raw json.RawMessage) string {
 // for byte; msg as it is when it has none. Like encoding/json, which decodes the message
 // on both sides, it takes a member name in any case ("ID") and, of several, the last.
 func withID(msg []byte, id json.RawMessage) []byte {
-	dec := json.NewDecoder(bytes.NewReader(msg))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	start, end, ok := memberSpan(msg, folded("id"))
+	if !ok {
 		return msg
 	}
-	start, end := -1, -1
+	return splice(msg, start, end, id)
+}
+
+// requestTokenSpan is where the progress token of request line is, as mcp-go reads it:
+// params._meta.progressToken, the first two names in any case (encoding/json's struct
+// fields), the last exactly (mcp.Meta reads a map).
+func requestTokenSpan(line []byte) (start, end int, ok bool) {
+	ps, pe, ok := memberSpan(line, folded("params"))
+	if !ok {
+		return 0, 0, false
+	}
+	ms, me, ok := memberSpan(line[ps:pe], folded("_meta"))
+	if !ok {
+		return 0, 0, false
+	}
+	ts, te, ok := memberSpan(line[ps+ms:ps+me], exactly("progressToken"))
+	return ps + ms + ts, ps + ms + te, ok
+}
+
+// notificationTokenSpan is where the progress token of a notifications/progress line
+// mcp-go wrote is: params.progressToken.
+func notificationTokenSpan(line []byte) (start, end int, ok bool) {
+	ps, pe, ok := memberSpan(line, exactly("params"))
+	if !ok {
+		return 0, 0, false
+	}
+	ts, te, ok := memberSpan(line[ps:pe], exactly("progressToken"))
+	return ps + ts, ps + te, ok
+}
+
+// withRequestToken returns request line with its progress token replaced by token, byte
+// for byte; line as it is when it has none, or token is nil.
+func withRequestToken(line []byte, token json.RawMessage) []byte {
+	start, end, ok := requestTokenSpan(line)
+	if !ok || token == nil {
+		return line
+	}
+	return splice(line, start, end, token)
+}
+
+func folded(name string) func(string) bool {
+	return func(n string) bool { return strings.EqualFold(n, name) }
+}
+
+func exactly(name string) func(string) bool {
+	return func(n string) bool { return n == name }
+}
+
+// memberSpan returns where the value of the member of the JSON object msg whose name
+// match takes starts and ends; of several, the last, as encoding/json takes. ok is false
+// when msg is no object or has no such member.
+func memberSpan(msg []byte, match func(string) bool) (start, end int, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(msg))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return 0, 0, false
+	}
+	start, end = -1, -1
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return msg
+			return 0, 0, false
 		}
 		name, _ := t.(string)
 		var value json.RawMessage
 		if dec.Decode(&value) != nil {
-			return msg
+			return 0, 0, false
 		}
-		if strings.EqualFold(name, "id") {
+		if match(name) {
 			end = int(dec.InputOffset())
 			start = end - len(value)
 		}
 	}
-	if start < 0 {
-		return msg
-	}
-	out := make([]byte, 0, len(msg)-(end-start)+len(id))
-	out = append(append(append(out, msg[:start]...), id...), msg[end:]...)
-	return out
+	return start, end, start >= 0
+}
+
+// splice returns msg with msg[start:end] replaced by value.
+func splice(msg []byte, start, end int, value []byte) []byte {
+	out := make([]byte, 0, len(msg)-(end-start)+len(value))
+	return append(append(append(out, msg[:start]...), value...), msg[end:]...)
 }
 
 // restoreID is mcp-go's response line to a request of method as the client must read
@@ -243,20 +307,4 @@ func numberKey(n string) string {
 		return n
 	}
 	return r.RatString()
-}
-
-// tokenKey is a progress token (a string or a number) as a map key: the same for the
-// client's spelling and mcp-go's, which writes a token back as the float64 it decoded (5,
-// 5.0 and 5e0 are one token, and so are numbers one float64 apart).
-func tokenKey(raw json.RawMessage) (string, bool) {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return "", false
-	}
-	switch v.(type) {
-	case string, float64:
-		b, err := json.Marshal(v)
-		return string(b), err == nil
-	}
-	return "", false
 }

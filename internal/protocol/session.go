@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -37,7 +38,9 @@ import (
 //   - Ids are the client's, byte for byte: mcp-go decodes an id into a float64 or an
 //     int64, which changes an integer past 2^53 and respells 1.0 or 1e3, so every request
 //     reaches it with an id of the session's own (a wire id), and its response goes back
-//     with the id the client sent (ids.go); progress tokens too are written back as sent.
+//     with the id the client sent (ids.go). Progress tokens likewise reach mcp-go as wire
+//     tokens of the session's, and each notification gets its request's token back as
+//     the client sent it, so two tokens one float64 apart stay two.
 //     A request whose id is null, or neither a string nor a number, is refused (-32600,
 //     id null).
 //   - params that are not an object, and a tools/call whose arguments are not one, are
@@ -126,8 +129,8 @@ var ErrShuttingDown = errors.New("the server is shutting down")
 // request it handed on to mcp-go (wire is set).
 type call struct {
 	id    json.RawMessage // the id as the client sent it
-	token string          // its progress token (tokenKey), "" for none
-	spelt json.RawMessage // the progress token as the client sent it
+	spelt json.RawMessage // its progress token as the client sent it, nil for none
+	token json.RawMessage // the wire token mcp-go knows spelt by (ids.go), nil for none
 	wire  json.RawMessage // of a request handed on to mcp-go: the id mcp-go knows it by
 	task  bool            // a call of the tasks tool that declared the extension: answer with a task
 
@@ -164,18 +167,17 @@ type Session struct {
 	out     io.Writer
 	partial []byte // the start of a line mcp-go has not finished writing; under wmu
 
-	mu          sync.Mutex                 // guards what follows
-	calls       map[string]*call           // by request id (idKey)
-	tokens      map[string]int             // progress tokens of unanswered requests
-	spellings   map[string]json.RawMessage // of tokens: each as the client sent it, to write it back
-	wired       map[string]*forwarded      // requests handed on to mcp-go, by wire id (idKey)
-	lastWire    int64                      // the last wire id given
-	initialized bool                       // an initialize request has come (and has not failed)
-	declared    bool                       // initialize declared the Tasks extension: for the whole session
-	running     int                        // tools/calls in flight
-	waiting     int                        // of which may wait
-	stopping    bool                       // the input ended or the transport is returning: start nothing new
-	closed      bool                       // the transport has returned: write nothing
+	mu          sync.Mutex            // guards what follows
+	calls       map[string]*call      // by request id (idKey)
+	progress    map[string]*call      // unanswered requests with a progress token, by wire token (idKey)
+	wired       map[string]*forwarded // requests handed on to mcp-go, by wire id (idKey)
+	lastWire    int64                 // the last wire id given
+	initialized bool                  // an initialize request has come (and has not failed)
+	declared    bool                  // initialize declared the Tasks extension: for the whole session
+	running     int                   // tools/calls in flight
+	waiting     int                   // of which may wait
+	stopping    bool                  // the input ended or the transport is returning: start nothing new
+	closed      bool                  // the transport has returned: write nothing
 
 	wg sync.WaitGroup // the requests the session answers itself (Add under mu, while !stopping)
 }
@@ -196,7 +198,7 @@ func New(ctx context.Context, cfg Config, out io.Writer) *Session {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Session{cfg: cfg, log: cfg.Logger, ctx: ctx, out: out, calls: map[string]*call{}, tokens: map[string]int{}, spellings: map[string]json.RawMessage{}, wired: map[string]*forwarded{}}
+	s := &Session{cfg: cfg, log: cfg.Logger, ctx: ctx, out: out, calls: map[string]*call{}, progress: map[string]*call{}, wired: map[string]*forwarded{}}
 	s.deriveCallsLocked(ctx)
 	return s
 }
@@ -293,9 +295,7 @@ func (s *Session) Handle(line []byte) []byte {
 	case m.Method == "initialize" && !statelessRequest(params):
 		line = offerVersion(line, params)
 	}
-	spelt := members(params["_meta"])["progressToken"]
-	token, _ := tokenKey(spelt)
-	return s.forward(id, &call{id: m.ID, token: token, spelt: spelt}, m.Method, line)
+	return s.forward(id, &call{id: m.ID, spelt: requestToken(line)}, m.Method, line)
 }
 
 // notification handles a notification and returns what mcp-go must see of it. A
@@ -393,14 +393,30 @@ func (s *Session) goAnswer(id string, answer func(context.Context) (any, *rpcErr
 	}()
 }
 
-// trackLocked remembers an unanswered request, forgetting an older one with its id.
+// trackLocked remembers an unanswered request, forgetting an older one with its id, and
+// gives its progress token, if it has one, a wire token: its line must reach mcp-go
+// withRequestToken(line, c.token).
 func (s *Session) trackLocked(id string, c *call) {
 	s.answeredLocked(id)
 	s.calls[id] = c
-	if c.token != "" {
-		s.tokens[c.token]++
-		s.spellings[c.token] = c.spelt
+	if c.spelt != nil {
+		c.token = s.nextWireLocked()
+		s.progress[wireKey(c.token)] = c
 	}
+}
+
+// requestToken is the progress token of request line as the client spelt it, if it is
+// one a notification can carry back (a string or a number); nil otherwise. mcp-go sends
+// no progress for a null token, and what it sends for one of another kind is dropped.
+func requestToken(line []byte) json.RawMessage {
+	start, end, ok := requestTokenSpan(line)
+	if !ok {
+		return nil
+	}
+	if _, ok := idKey(line[start:end]); !ok {
+		return nil
+	}
+	return slices.Clone(line[start:end])
 }
 
 // answeredLocked forgets a request: its progress notifications are dropped from now on.
@@ -410,11 +426,8 @@ func (s *Session) answeredLocked(id string) (*call, bool) {
 		return nil, false
 	}
 	delete(s.calls, id)
-	if c.token != "" {
-		if s.tokens[c.token]--; s.tokens[c.token] <= 0 {
-			delete(s.tokens, c.token)
-			delete(s.spellings, c.token)
-		}
+	if c.token != nil {
+		delete(s.progress, wireKey(c.token))
 	}
 	return c, true
 }
@@ -467,19 +480,17 @@ func (s *Session) filterLocked(line []byte) (out []byte, listed bool) {
 		return line, false
 	}
 	if m.Method == "notifications/progress" {
-		params := members(m.Params)
-		token, _ := tokenKey(params["progressToken"])
-		if s.tokens[token] == 0 {
-			s.log.Debug("dropped a progress notification of an answered request", "progressToken", token)
+		// Its token is a wire token (ids.go): the client gets its request's own back.
+		start, end, ok := notificationTokenSpan(line)
+		var c *call
+		if ok {
+			c = s.progress[wireKey(line[start:end])]
+		}
+		if c == nil {
+			s.log.Debug("dropped a progress notification of an answered request", "progressToken", string(m.Params))
 			return nil, false
 		}
-		// mcp-go writes back the token it decoded (9007199254740993 as
-		// 9007199254740992): the client's is written instead.
-		if spelt := s.spellings[token]; len(spelt) > 0 && !bytes.Equal(spelt, params["progressToken"]) {
-			params["progressToken"] = spelt
-			return encodeLine(map[string]any{"jsonrpc": "2.0", "method": m.Method, "params": params}), false
-		}
-		return line, false
+		return splice(line, start, end, c.spelt), false
 	}
 	f := s.wired[wireKey(m.ID)]
 	if m.Method != "" || f == nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -35,21 +36,6 @@ func TestFacade_DeclaresTasks(t *testing.T) {
 	} {
 		if got := declaresTasks(members(json.RawMessage(tc.meta))); got != tc.want {
 			t.Errorf("declaresTasks(%s) = %v, want %v", tc.meta, got, tc.want)
-		}
-	}
-}
-
-func TestFacade_TokenKey(t *testing.T) {
-	for _, tc := range []struct {
-		raw  string
-		want string
-		ok   bool
-	}{
-		{`5`, `5`, true}, {`5.0`, `5`, true}, {`5e0`, `5`, true}, {`"5"`, `"5"`, true},
-		{`"tok"`, `"tok"`, true}, {`null`, ``, false}, {``, ``, false}, {`{}`, ``, false}, {`[1]`, ``, false}, {`true`, ``, false},
-	} {
-		if got, ok := tokenKey(json.RawMessage(tc.raw)); got != tc.want || ok != tc.ok {
-			t.Errorf("tokenKey(%s) = %q, %v, want %q, %v", tc.raw, got, ok, tc.want, tc.ok)
 		}
 	}
 }
@@ -140,8 +126,9 @@ func TestFacade_DropsLateProgress(t *testing.T) {
 	if json.Unmarshal(forwarded, &wire) != nil || len(wire.ID) == 0 {
 		t.Fatalf("Handle handed on %q, want the request for mcp-go", forwarded)
 	}
+	tok := mcpGoToken(t, forwarded)
 	toolCall := func(id, token string) *call {
-		c := &call{id: json.RawMessage(id), token: token, tool: true, cancel: func() {}}
+		c := &call{id: json.RawMessage(id), spelt: json.RawMessage(token), tool: true, cancel: func() {}}
 		key, _ := idKey(c.id)
 		f.mu.Lock()
 		f.trackLocked(key, c)
@@ -151,39 +138,40 @@ func TestFacade_DropsLateProgress(t *testing.T) {
 	}
 	x := toolCall(`"x"`, "42")
 	xKey, _ := idKey(x.id)
-	write(t, f, progressLine(`"tok"`))
-	write(t, f, progressLine(`42.0`))
+	write(t, f, progressLine(tok))
+	write(t, f, progressLine(string(x.token)+".0")) // a float64 as mcp-go may write it
 	write(t, f, progressLine(`"unknown"`))
-	if got := lines(t, &out); len(got) != 2 {
-		t.Fatalf("while waiting: wrote %v, want the two progress notifications of live requests", got)
+	write(t, f, progressLine(`"tok"`)) // the client's token, which mcp-go never sees
+	if got := lines(t, &out); len(got) != 2 || tokenOf(got[0]) != "tok" || tokenOf(got[1]) != 42.0 {
+		t.Fatalf("while waiting: wrote %v, want the two progress notifications of live requests, with the client's tokens", got)
 	}
 
 	response := `{"jsonrpc":"2.0","id":` + string(wire.ID) + `,"result":{"contents":[{"uri":"x","text":"notifications/progress"}]}}` + "\n"
 	write(t, f, response[:20])
-	write(t, f, response[20:]+progressLine(`"tok"`)[:10])
-	write(t, f, progressLine(`"tok"`)[10:])
-	write(t, f, progressLine(`42`))
+	write(t, f, response[20:]+progressLine(tok)[:10])
+	write(t, f, progressLine(tok)[10:])
+	write(t, f, progressLine(string(x.token)))
 	got := lines(t, &out)
 	if len(got) != 2 || got[0]["id"] != 7.0 || got[1]["method"] != "notifications/progress" {
 		t.Fatalf("after the response to 7: wrote %v, want the response and the progress of \"x\" only", got)
 	}
 
 	f.finish(xKey, x, toolResponse(`"x"`))
-	write(t, f, progressLine(`42`))
+	write(t, f, progressLine(string(x.token)))
 	if got := lines(t, &out); len(got) != 1 || got[0]["id"] != "x" {
 		t.Fatalf("after the response to \"x\": wrote %v, want the response alone", got)
 	}
 
 	y := toolCall(`"y"`, `"t2"`)
 	f.Handle([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"y"}}`))
-	write(t, f, progressLine(`"t2"`))
+	write(t, f, progressLine(string(y.token)))
 	yKey, _ := idKey(y.id)
 	f.finish(yKey, y, toolResponse(`"y"`))
 	if got := lines(t, &out); len(got) != 0 {
 		t.Fatalf("after notifications/cancelled: wrote %v, want nothing (no progress, no response)", got)
 	}
-	if len(f.calls) != 0 || len(f.tokens) != 0 || f.running != 0 {
-		t.Errorf("facade still tracks calls %v, tokens %v, %d running", f.calls, f.tokens, f.running)
+	if len(f.calls) != 0 || len(f.progress) != 0 || f.running != 0 {
+		t.Errorf("facade still tracks calls %v, progress tokens %v, %d running", f.calls, f.progress, f.running)
 	}
 }
 
@@ -229,18 +217,89 @@ func (k knownTasks) Cancel(ctx context.Context, id string) error {
 // lines decodes what the session wrote, one JSON message a line.
 var lines = tooltest.Lines
 
-// A progress token comes back as the client sent it, though mcp-go writes the float64 it
-// decoded.
+// mcpGoToken is the progress token of a request handed on to mcp-go as mcp-go writes it
+// back: decoded as mcp.Meta does (a number into a float64) and encoded again.
+func mcpGoToken(t *testing.T, line []byte) string {
+	t.Helper()
+	var req mcp.ReadResourceRequest
+	if err := json.Unmarshal(line, &req); err != nil || req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+		t.Fatalf("no progress token in %s (%v)", line, err)
+	}
+	b, err := json.Marshal(req.Params.Meta.ProgressToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// tokenOf is the progress token of a decoded notification.
+func tokenOf(m map[string]any) any {
+	params, _ := m["params"].(map[string]any)
+	return params["progressToken"]
+}
+
+// rawTokens are the progress tokens of the notifications the session wrote, as written.
+func rawTokens(t *testing.T, out *bytes.Buffer) []string {
+	t.Helper()
+	var tokens []string
+	for _, line := range bytes.SplitAfter(out.Bytes(), []byte("\n")) {
+		var m struct {
+			Params struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+			} `json:"params"`
+		}
+		if len(line) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(line, &m); err != nil || m.Params.ProgressToken == nil {
+			t.Fatalf("wrote %q, want a notification with a progress token (%v)", line, err)
+		}
+		tokens = append(tokens, string(m.Params.ProgressToken))
+	}
+	out.Reset()
+	return tokens
+}
+
+// Progress tokens come back as the client sent them, each to its own request's
+// notifications, though mcp-go takes a number for a float64: two tokens one float64
+// apart stay two, and a spelling is kept.
 func TestFacade_ProgressTokenAsSent(t *testing.T) {
 	var out bytes.Buffer
 	f := New(t.Context(), Config{MCP: server.NewMCPServer("t", "1")}, &out)
 	f.Handle([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
-	f.Handle([]byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"x","_meta":{"progressToken":9007199254740993}}}`))
-	write(t, f, progressLine(`9007199254740992`))
-	var m struct {
-		Params struct{ ProgressToken json.RawMessage }
+	sent := []string{`9007199254740992`, `9007199254740993`, `5.0`, `5`, `"a\u00e9<"`}
+	var wrote []string // the tokens of the requests as mcp-go writes them back
+	for i, token := range sent {
+		// The names as mcp-go reads them: params and _meta in any case.
+		line := f.Handle(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"resources/read","PARAMS":{"uri":"x","_Meta":{"progressToken":%s}}}`, i+1, token))
+		wrote = append(wrote, mcpGoToken(t, line))
 	}
-	if err := json.Unmarshal(out.Bytes(), &m); err != nil || string(m.Params.ProgressToken) != "9007199254740993" {
-		t.Errorf("wrote %q (%v), want the notification with the client's token 9007199254740993", out.String(), err)
+	// Each request reports progress, the newest first.
+	for i := len(wrote) - 1; i >= 0; i-- {
+		write(t, f, progressLine(wrote[i]))
+	}
+	want := slices.Clone(sent)
+	slices.Reverse(want)
+	if got := rawTokens(t, &out); !slices.Equal(got, want) {
+		t.Errorf("notifications came with the tokens %q, want each request's own as sent, %q", got, want)
+	}
+}
+
+// A request with no token, a null one or one of another kind gets no wire token: mcp-go
+// sees what the client sent, and progress with a token no request has is dropped.
+func TestFacade_ProgressTokenOnlyStringsAndNumbers(t *testing.T) {
+	var out bytes.Buffer
+	f := New(t.Context(), Config{MCP: server.NewMCPServer("t", "1")}, &out)
+	f.Handle([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
+	for i, meta := range []string{`{}`, `{"progressToken":null}`, `{"progressToken":{"a":1}}`, `{"progressToken":true}`} {
+		line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":"x","_meta":%s}}`, i+1, meta)
+		if got := f.Handle([]byte(line)); !bytes.Equal(withID(got, json.RawMessage(strconv.Itoa(i+1))), []byte(line)) {
+			t.Errorf("Handle(%s) handed on %s, want it as sent but for the id", line, got)
+		}
+	}
+	write(t, f, progressLine(`{"a":1}`))
+	write(t, f, progressLine(`true`))
+	if out.Len() != 0 || len(f.progress) != 0 {
+		t.Errorf("wrote %q, tracks %v, want nothing", out.String(), f.progress)
 	}
 }
