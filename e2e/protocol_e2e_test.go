@@ -218,6 +218,58 @@ func TestProtocol_Versions(t *testing.T) {
 	wantError(t, resp, line, -32022, "3")
 }
 
+// Two calls waiting at once, with progress tokens one float64 apart, each get progress
+// with their own token as sent, and about their own wait.
+func TestProtocol_ProgressTokensOneFloatApart(t *testing.T) {
+	r := startWire(t)
+	r.initialize("2025-06-18")
+	waits := map[string]string{ // token as sent -> what its call waits for
+		"9007199254740992": "never-printed-A",
+		"9007199254740993": "never-printed-B",
+	}
+	var sids []string
+	id := 200
+	for token, pattern := range waits {
+		sid := structuredOf(t, r.toolCall("shell_open", bashOpen))["sessionId"].(string)
+		sids = append(sids, sid)
+		id++
+		r.sendLine(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"shell_io","_meta":{"progressToken":%s},`+
+			`"arguments":{"sessionId":%q,"waitFor":%q,"timeoutMs":25000}}}`, id, token, sid, pattern))
+	}
+	seen := map[string]bool{}
+	for len(seen) < len(waits) {
+		m, line := r.next()
+		var note struct {
+			Params struct {
+				ProgressToken json.RawMessage
+				Message       string
+			}
+		}
+		if m["method"] != "notifications/progress" || json.Unmarshal([]byte(line), &note) != nil {
+			t.Fatalf("while both calls wait: %s, want their progress", line)
+		}
+		token := string(note.Params.ProgressToken)
+		pattern, ok := waits[token]
+		if !ok {
+			t.Fatalf("progress with the token %s, which no call sent (want 9007199254740992 or 9007199254740993): %s", token, line)
+		}
+		if !strings.Contains(note.Params.Message, pattern) {
+			t.Fatalf("progress with the token %s says %q, about another call's wait: want /%s/", token, note.Params.Message, pattern)
+		}
+		seen[token] = true
+	}
+	for i := 201; i <= id; i++ {
+		r.sendLine(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, i))
+	}
+	for _, sid := range sids {
+		r.toolCall("shell_close", map[string]any{"sessionId": sid})
+	}
+	r.stdin.Close()
+	if code := r.waitExit(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
+
 // A call still waiting when the server shuts down (its stdin closed, or SIGTERM) is
 // answered with SHUTTING_DOWN, not an internal error to report: a terminal wait and a
 // graph wait alike.
