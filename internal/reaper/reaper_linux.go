@@ -106,8 +106,12 @@ type proc struct {
 // may be a child some Cmd.Wait is about to collect, so that round collects nothing.
 func reap() (left bool) {
 	self := os.Getpid()
+	pids, ok := children(self)
+	if !ok {
+		return true // out of descriptors, say: the next round looks again
+	}
 	var zombies []proc
-	for _, pid := range children(self) {
+	for _, pid := range pids {
 		if p, ok := readStat(pid); ok && p.state == 'Z' && p.ppid == self {
 			zombies = append(zombies, p)
 		}
@@ -124,7 +128,9 @@ func reap() (left bool) {
 			left = true // some os.Process will collect it
 			continue
 		}
-		collect(z, self)
+		if !collect(z, self) {
+			left = true
+		}
 	}
 	return left
 }
@@ -153,26 +159,27 @@ func Collect(pid int) bool {
 
 // collect waits for zombie child z through a pidfd of its own, after checking that the
 // pidfd names the very process that was seen: between the reading and the pidfd, its pid
-// may have been collected by its owner and taken by a new child.
-func collect(z proc, self int) {
+// may have been collected by its owner and taken by a new child. It reports false when
+// z may still be there for want of a pidfd (out of descriptors): a later round tries again.
+func collect(z proc, self int) bool {
 	fd, err := unix.PidfdOpen(z.pid, 0)
 	if err != nil {
-		return // gone meanwhile
+		return errors.Is(err, unix.ESRCH) // gone meanwhile, or to be tried again
 	}
 	defer unix.Close(fd)
 	if p, ok := readStat(z.pid); !ok || p.start != z.start || p.state != 'Z' || p.ppid != self {
-		return
+		return true
 	}
 	var info unix.Siginfo
 	_ = unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOHANG, nil)
+	return true
 }
 
 // children lists this process's children: each thread's /proc children file (the kernel
 // hands an orphan to one of the threads), or, where the kernel has none, every process
-// whose parent this is.
-func children(self int) []int {
-	tids, err := os.ReadDir("/proc/self/task")
-	var pids []int
+// whose parent this is. ok is false when neither could be read.
+func children(self int) (pids []int, ok bool) {
+	tids, err := readProcDir("/proc/self/task")
 	for _, t := range tids {
 		b, rerr := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
 		if rerr != nil {
@@ -186,10 +193,13 @@ func children(self int) []int {
 		}
 	}
 	if err == nil {
-		return pids
+		return pids, true
 	}
 	pids = pids[:0]
-	entries, _ := os.ReadDir("/proc")
+	entries, err := readProcDir("/proc")
+	if err != nil {
+		return nil, false
+	}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -199,7 +209,7 @@ func children(self int) []int {
 			pids = append(pids, pid)
 		}
 	}
-	return pids
+	return pids, true
 }
 
 // readStat reads state, parent and start time from /proc/<pid>/stat. The command name
@@ -222,11 +232,12 @@ func readStat(pid int) (proc, bool) {
 	return proc{pid: pid, ppid: ppid, state: f[0][0], start: start}, err1 == nil && err2 == nil
 }
 
-// The reads pidfdTargets makes, variables so that a test can make them fail.
+// The reads children and pidfdTargets make, variables so that a test can make them fail.
 var (
-	readFdDir  = os.ReadDir
-	readFdLink = os.Readlink
-	readFdInfo = os.ReadFile
+	readProcDir = os.ReadDir
+	readFdDir   = os.ReadDir
+	readFdLink  = os.Readlink
+	readFdInfo  = os.ReadFile
 )
 
 // pidfdTargets returns the pids the pidfds open in this process refer to, or an error

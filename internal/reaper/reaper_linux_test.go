@@ -93,8 +93,10 @@ func TestStart_leavesCmdWaitItsChildren(t *testing.T) {
 func failReads(t *testing.T, which string) (restore func()) {
 	t.Helper()
 	emfile := func(name string) error { return &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE} }
-	savedDir, savedInfo := readFdDir, readFdInfo
+	savedProc, savedDir, savedInfo := readProcDir, readFdDir, readFdInfo
 	switch which {
+	case "proc dirs":
+		readProcDir = func(name string) ([]os.DirEntry, error) { return nil, emfile(name) }
 	case "fd dir":
 		readFdDir = func(name string) ([]os.DirEntry, error) { return nil, emfile(name) }
 	case "fdinfo":
@@ -103,7 +105,7 @@ func failReads(t *testing.T, which string) (restore func()) {
 		t.Fatalf("failReads(%q)", which)
 	}
 	var once sync.Once
-	restore = func() { once.Do(func() { readFdDir, readFdInfo = savedDir, savedInfo }) }
+	restore = func() { once.Do(func() { readProcDir, readFdDir, readFdInfo = savedProc, savedDir, savedInfo }) }
 	t.Cleanup(restore)
 	return restore
 }
@@ -117,11 +119,12 @@ func zombie(t *testing.T, pid int) {
 	})
 }
 
-// When the pidfds cannot be read (too many open files), a round collects nothing: the
-// zombie of a child os/exec still waits for keeps its exit status for Cmd.Wait, and an
-// orphan's zombie is left to a later round, which collects it.
-func TestReap_collectsNothingWhenPidfdsCannotBeRead(t *testing.T) {
-	for _, which := range []string{"fd dir", "fdinfo"} {
+// When the children or the pidfds cannot be read (too many open files), a round collects
+// nothing and asks to be run again: the zombie of a child os/exec still waits for keeps
+// its exit status for Cmd.Wait, and an orphan's zombie is left to a later round, which
+// collects it.
+func TestReap_collectsNothingWhenProcCannotBeRead(t *testing.T) {
+	for _, which := range []string{"proc dirs", "fd dir", "fdinfo"} {
 		t.Run(which, func(t *testing.T) {
 			held := exec.Command("/bin/sh", "-c", "exit 7")
 			if err := held.Start(); err != nil {
@@ -142,21 +145,21 @@ func TestReap_collectsNothingWhenPidfdsCannotBeRead(t *testing.T) {
 
 			restore := failReads(t, which)
 			if left := reap(); !left {
-				t.Errorf("reap() with the pidfds unreadable = false, want true (look again later)")
+				t.Errorf("reap() with the %s unreadable = false, want true (look again later)", which)
 			}
 			if Collect(held.Process.Pid) {
-				t.Errorf("Collect(%d) with the pidfds unreadable = true, want false", held.Process.Pid)
+				t.Errorf("Collect(%d) with the %s unreadable = true, want false", held.Process.Pid, which)
 			}
 			for _, pid := range []int{held.Process.Pid, orphan} {
 				if p, ok := readStat(pid); !ok || p.state != 'Z' {
-					t.Errorf("child %d was collected in a round that could not read the pidfds", pid)
+					t.Errorf("child %d was collected in a round that could not read the %s", pid, which)
 				}
 			}
 
 			restore()
 			reap()
 			if _, ok := readStat(orphan); ok {
-				t.Errorf("the orphan %d is still there after a round that could read the pidfds", orphan)
+				t.Errorf("the orphan %d is still there after a round that could read /proc", orphan)
 			}
 			err = held.Wait()
 			if held.ProcessState == nil || held.ProcessState.ExitCode() != 7 {
