@@ -45,6 +45,7 @@ func TestExecLast(t *testing.T) {
 		{"command -p trap 'echo bye' EXIT; prog", "command -p trap 'echo bye' EXIT; prog"},
 		{"'tr'ap 'echo bye' EXIT; prog", "'tr'ap 'echo bye' EXIT; prog"},
 		{"$setup; prog", "$setup; prog"},
+		{"f() { prog; }; f", "f() { prog; }; f"},
 		{"date # first\necho SECOND", "date # first\necho SECOND"},
 		{"a\nb", "a\nb"},
 		{"cat <<EOF\nx\nEOF", "cat <<EOF\nx\nEOF"},
