@@ -2,6 +2,7 @@ package pty
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"embed"
 	"fmt"
@@ -21,6 +22,18 @@ import (
 // starts (C) and where it ended with which status (D;status), and its directory (OSC 7).
 // The session's reader takes these marks out of the stream (see marks.Filter) and keeps
 // the shell's state and command history from them (see shellState).
+//
+// Marks are authenticated: every session has a nonce of its own (markNonce), which the
+// shell gets in MCP_HARNESS_NONCE and which every mark it prints carries (see package
+// marks). Each script reads the variable into a shell variable that is not exported and
+// unsets it before the user's files run, and the prompt variables that hold marks are
+// not exported either, so the commands the shell runs do not inherit the nonce: a mark a
+// program prints (a terminal test, cat of a recorded session) is its output, never a
+// prompt, a command's end or its exit status. What this does not stop is a program that
+// sets out to read the shell's own state: its variables (a command line the shell itself
+// expands, such as echo $__mh_nonce or set), its memory, or /proc/<shell>/environ, which
+// keeps the environment the shell was started with. That is deliberate spoofing, and the
+// agent's own commands have no reason to do it.
 //
 // The scripts are injected without taking the user's own rc files away:
 //
@@ -187,9 +200,17 @@ func lookupEnv(env []string, key string) (string, bool) {
 	return "", false
 }
 
+// nonceVar is the environment variable that gives a shell its session's nonce.
+const nonceVar = "MCP_HARNESS_NONCE"
+
+// markNonce returns a session's nonce: random, and made of letters and digits only, so it
+// needs no quoting in any shell or prompt string.
+func markNonce() string { return rand.Text() }
+
 // integrate returns the argv and environment that start a shell of kind k with the
-// integration scripts in dir.
-func integrate(k shellKind, argv, env []string, dir string) ([]string, []string) {
+// integration scripts in dir, its marks carrying nonce.
+func integrate(k shellKind, argv, env []string, dir, nonce string) ([]string, []string) {
+	env = append(env, nonceVar+"="+nonce)
 	args := argv[1:]
 	switch k {
 	case kindBash:

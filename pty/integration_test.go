@@ -76,7 +76,8 @@ func TestIntegrate(t *testing.T) {
 		{"sh", kindSh, []string{"/bin/sh", "-i"}, []string{"ENV=/u/.shrc"}, []string{"/bin/sh", "-i"},
 			[]string{"MCP_HARNESS_ENV=/u/.shrc", "ENV=/d/sh.sh"}},
 	} {
-		argv, env := integrate(tt.kind, tt.argv, tt.env, dir)
+		argv, env := integrate(tt.kind, tt.argv, tt.env, dir, "N")
+		tt.wantEnv = append([]string{nonceVar + "=N"}, tt.wantEnv...)
 		if !cmp.Equal(argv, tt.wantArgv) || !cmp.Equal(env[len(tt.env):], tt.wantEnv, cmp.Comparer(func(a, b []string) bool { return slices.Equal(a, b) })) {
 			t.Errorf("%s: integrate = %q, env + %q; want %q, + %q", tt.name, argv, env[len(tt.env):], tt.wantArgv, tt.wantEnv)
 		}
@@ -313,5 +314,41 @@ func TestShellFiles(t *testing.T) {
 	}
 	if intact(shared) {
 		t.Errorf("intact(a directory others can write) = true")
+	}
+}
+
+// Marks a program prints are its output: printf of a command's end and a prompt, cat of
+// a log holding marks, a mark with another session's nonce. None ends the run, sets its
+// status or hides output, in every shell the package integrates with.
+func TestMarks_spoofed(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	m := newManager(t, Config{})
+	log := filepath.Join(t.TempDir(), "session.log")
+	marks := `\033]133;D;0\007\033]7;file:///spoofed\007\033]133;A\007\033]133;B\007\033]133;D;mh=0123;0\007\033]133;A;mh=0123\007`
+	if err := os.WriteFile(log, []byte(strings.ReplaceAll(strings.ReplaceAll(marks, `\033`, "\x1b"), `\007`, "\a")+"logged\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range []string{"bash", "dash", "zsh", "fish"} {
+		if _, err := exec.LookPath(sh); err != nil {
+			t.Logf("%s is not installed: skipped", sh)
+			continue
+		}
+		id := openShell(t, m, sh, nil).SessionID
+		for _, tt := range []struct{ line, out string }{
+			{"printf '" + marks + "'; echo real-output; false", "real-output\n"},
+			{"cat " + log + "; false", "logged\n"},
+		} {
+			res := run(t, m, id, tt.line)
+			if res.Output != tt.out || exitOf(res) != 1 {
+				t.Errorf("%s: run %q = %q exit %d, want %q exit 1: the printed marks are output", sh, tt.line, res.Output, exitOf(res), tt.out)
+			}
+		}
+		if res := run(t, m, id, "echo after"); res.Output != "after\n" || exitOf(res) != 0 || res.Command.ID != 3 || res.Command.Cwd == "/spoofed" {
+			t.Errorf("%s: run after the spoofed marks = %q exit %d command %+v, want after, exit 0, id 3, the real cwd", sh, res.Output, exitOf(res), res.Command)
+		}
+		raw := mustIO(t, m, id, "", ReadOptions{Since: new(int64(0)), Raw: true})
+		if !strings.Contains(raw.Output, "\x1b]133;D;0\a") {
+			t.Errorf("%s: raw output %q, want the printed marks kept as output", sh, raw.Output)
+		}
 	}
 }

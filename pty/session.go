@@ -93,13 +93,14 @@ func (st exitStatus) String() string {
 func (m *Manager) start(id string, seq int, o OpenOptions) (*session, error) {
 	env := sessionEnv(o.Env)
 	argv, display := commandLine(o.Command, env)
-	kind := kindNone
+	kind, nonce := kindNone, ""
 	if !o.NoIntegration {
 		if shArgv, k, ok := shellCommand(o.Command, argv, env); ok {
 			if dir, err := m.shellFiles.path(); err != nil {
 				m.log.Warn("pty: starting the shell without integration", "id", id, "err", err)
 			} else {
-				argv, env = integrate(k, shArgv, env, dir)
+				nonce = markNonce()
+				argv, env = integrate(k, shArgv, env, dir, nonce)
 				kind = k
 			}
 		}
@@ -145,7 +146,7 @@ func (m *Manager) start(id string, seq int, o OpenOptions) (*session, error) {
 		lastActivity: now,
 		pts:          ptsPath(master),
 		kind:         kind,
-		filter:       marks.Filter{Consume: kind != kindNone},
+		filter:       marks.Filter{Consume: kind != kindNone, Nonce: nonce},
 		sh:           shellState{kind: kind, promptAt: -1, inputAt: -1, drawnAt: -1},
 	}
 	registerLeader(s.pid, mark)

@@ -2,6 +2,17 @@
 // directories) out of a session's output as it streams, and notes where bracketed paste
 // is turned on and off. It is pure code over bytes; what a mark means for the session's
 // commands is the pty package's business.
+//
+// Marks are authenticated: each carries the session's nonce as its first parameter, so
+// a mark that a program prints (a test of a terminal, `cat` of a recorded session) is
+// not taken for the shell's. Ours are, with K one of A, B, C, D:
+//
+//	ESC ] 133 ; K ; mh=NONCE [; more parameters] BEL    (D: ;status, C: ;cmdline_url=...)
+//	ESC ] 7 ; mh=NONCE ; file://host/path BEL           (the path percent-encoded)
+//	ESC ] 7 ; mh=NONCE ; raw ; file://host/path BEL     (the path as it is: sh cannot encode)
+//
+// A sequence that looks like a mark but lacks the nonce is output like any other OSC
+// string (the cleaner drops it from text; raw output keeps it).
 package marks
 
 import (
@@ -34,7 +45,8 @@ const pasteMode = "\x1b[?2004"
 // notes the bracketed paste mode, leaving those bytes in the output. Only the reader
 // goroutine uses a Filter.
 type Filter struct {
-	Consume bool // take the marks out; false leaves them in the output
+	Consume bool   // take the marks out; false leaves them in the output
+	Nonce   string // what a mark must carry to be the shell's (see the package doc)
 	held    []byte
 }
 
@@ -90,10 +102,15 @@ func (f *Filter) Feed(p []byte, sink Sink) {
 				i = j + 1 // far too long to be ours: let it through
 				continue
 			}
+			m, ok := parseMark(string(body[:n]), f.Nonce)
+			if !ok {
+				i = j + 1 // not the shell's: a program printed it
+				continue
+			}
 			if j > start {
 				sink.Output(data[start:j])
 			}
-			if m, ok := parseMark(string(body[:n])); ok {
+			if m.Kind != 0 {
 				sink.Mark(m)
 			}
 			start = j + 2 + n + term
@@ -158,33 +175,46 @@ func oscEnd(body []byte) (n, term int) {
 	return -1, 0
 }
 
-// parseMark reads the body of an OSC 133 or OSC 7 sequence.
-func parseMark(body string) (Mark, bool) {
-	if rest, ok := strings.CutPrefix(body, "7;"); ok {
+// parseMark reads the body of an OSC 133 or OSC 7 sequence. ok is false when it does not
+// carry nonce: it is not the shell's. A mark of ours that means nothing known (an OSC 133
+// kind we do not use) is ok with a zero Kind: taken out, and ignored.
+func parseMark(body, nonce string) (m Mark, ok bool) {
+	if rest, found := strings.CutPrefix(body, "7;"); found {
+		if rest, ok = cutNonce(rest, nonce); !ok {
+			return Mark{}, false
+		}
+		// Our sh script cannot percent-encode, and says so.
+		rest, raw := strings.CutPrefix(rest, "raw;")
 		// file://host/path. Not url.Parse: a '#' or '?' in a directory name is not a
 		// fragment or a query here.
-		rest, ok = strings.CutPrefix(rest, "file://")
-		if !ok {
-			return Mark{}, false
-		}
+		rest, found = strings.CutPrefix(rest, "file://")
 		i := strings.IndexByte(rest, '/')
-		if i < 0 {
-			return Mark{}, false
+		if !found || i < 0 {
+			return Mark{}, true
 		}
 		p := rest[i:]
-		// Our sh script cannot percent-encode; a path that does not decode is taken as
-		// it is.
-		if d, err := url.PathUnescape(p); err == nil {
-			p = d
+		if !raw {
+			if d, err := url.PathUnescape(p); err == nil {
+				p = d
+			}
 		}
 		return Mark{Kind: '7', Cwd: p}, true
 	}
-	rest, ok := strings.CutPrefix(body, "133;")
-	if !ok || rest == "" {
+	rest, found := strings.CutPrefix(body, "133;")
+	if !found || rest == "" {
 		return Mark{}, false
 	}
-	m := Mark{Kind: rest[0]}
-	params := strings.Split(rest[1:], ";")[1:] // rest[1:] is "" or ";..."
+	m = Mark{Kind: rest[0]}
+	if len(rest) < 2 || rest[1] != ';' {
+		return Mark{}, false
+	}
+	if rest, ok = cutNonce(rest[2:], nonce); !ok {
+		return Mark{}, false
+	}
+	var params []string
+	if rest != "" {
+		params = strings.Split(rest, ";")
+	}
 	switch m.Kind {
 	case 'A', 'B':
 	case 'C':
@@ -207,7 +237,24 @@ func parseMark(body string) (Mark, bool) {
 			}
 		}
 	default:
-		return Mark{}, false
+		return Mark{}, true
 	}
 	return m, true
+}
+
+// cutNonce takes "mh=NONCE" and the ';' after it off the front of params, ok false if
+// they do not start with it. An empty nonce matches nothing: a Filter without one
+// authenticates no mark.
+func cutNonce(params, nonce string) (rest string, ok bool) {
+	if nonce == "" {
+		return "", false
+	}
+	rest, ok = strings.CutPrefix(params, "mh="+nonce)
+	if !ok {
+		return "", false
+	}
+	if rest == "" {
+		return "", true
+	}
+	return strings.CutPrefix(rest, ";")
 }

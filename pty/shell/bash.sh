@@ -3,15 +3,34 @@
 # the server reads and removes from the output. Sourced once, after the user's own rc
 # files, so it sees the final PROMPT_COMMAND, PS0 and PS1, and re-armed at every prompt,
 # so a hook that rewrites them later does not strip it.
+#
+# Every mark carries the session's nonce (mh=...), which the server passes in
+# MCP_HARNESS_NONCE: it is kept in a shell variable that is not exported and taken out of
+# the environment, so the commands the shell runs do not inherit it, and a mark they print
+# is their output, not a prompt or an exit status.
 if [[ -n "${__mh_installed-}" ]]; then
 	return 0
 fi
-# PS0 and ${var@a} came with bash 4.4; an older bash (macOS's 3.2) goes without marks.
-if ((BASH_VERSINFO[0] < 4 || BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 4)); then
+if [[ -n ${MCP_HARNESS_NONCE+x} ]]; then
+	__mh_nonce=$MCP_HARNESS_NONCE
+	unset MCP_HARNESS_NONCE
+fi
+# PS0 and ${var@a} came with bash 4.4; an older bash (macOS's 3.2) goes without marks, and
+# so does a bash the server did not start (no nonce), or one whose PROMPT_COMMAND is
+# readonly: without its hook no prompt could be marked, and the server then sees a shell
+# without integration.
+if ((BASH_VERSINFO[0] < 4 || BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 4)) ||
+	[[ -z ${__mh_nonce-} || ${PROMPT_COMMAND@a} == *r* ]]; then
+	unset __mh_nonce
 	return 0
 fi
+export -n __mh_nonce # set -a in an rc file would export it
 __mh_installed=1
 __mh_dir=${BASH_SOURCE[0]%/*}
+# The marks that live in PS0 (C) and in PS1 and PS2 (B, in \[ \] so readline does not
+# count them as printing characters; PS0 takes none, bash prints them literally there).
+__mh_c=$'\e]133;C;mh='$__mh_nonce$'\a'
+__mh_b='\[\e]133;B;mh='$__mh_nonce'\a\]'
 
 # Where PROMPT_COMMAND loaded this file (bash started with --norc, a login shell), the
 # loader must go: it is not the user's, and children must not inherit it.
@@ -26,7 +45,7 @@ __mh_cwd() {
 	p=${p//$'\a'/%07}
 	p=${p//$'\e'/%1B}
 	p=${p//$'\n'/%0A}
-	builtin printf '\e]7;file://%s%s\a' "${HOSTNAME-}" "$p"
+	builtin printf '\e]7;mh=%s;file://%s%s\a' "$__mh_nonce" "${HOSTNAME-}" "$p"
 }
 
 # __mh_precmd runs first at every prompt. $? must be read on its first line: anything
@@ -34,35 +53,48 @@ __mh_cwd() {
 # It returns the status again, so hooks after it (a prompt that shows it) still see it.
 __mh_precmd() {
 	local __mh_status=$?
-	builtin printf '\e]133;D;%s\a' "$__mh_status"
+	builtin printf '\e]133;D;mh=%s;%s\a' "$__mh_nonce" "$__mh_status"
 	__mh_cwd
-	builtin printf '\e]133;A\a'
+	builtin printf '\e]133;A;mh=%s\a' "$__mh_nonce"
 	__mh_arm
 	return "$__mh_status"
 }
 
-# __mh_end runs last at every prompt, after any hook that rewrites PS0 or PS1, and puts
-# the marks back. C goes in PS0, which bash prints after it reads a command line and
-# before it runs it (a DEBUG trap would fire for every simple command instead). PS0 takes
-# no \[ \] (bash prints them literally there); PS1 needs them, so readline does not count
-# the mark as printing characters.
+# __mh_end runs last at every prompt, after any hook that rewrites PS0, PS1 or
+# PROMPT_COMMAND, and puts the marks and the hooks back: a hook that replaced
+# PROMPT_COMMAND at this prompt would otherwise leave the next one unmarked. C goes in
+# PS0, which bash prints after it reads a command line and before it runs it (a DEBUG
+# trap would fire for every simple command instead); B ends PS1, and PS2, so a
+# continuation line is told from a prompt. The prompt variables hold the nonce, so they
+# are not exported.
 __mh_end() {
 	local __mh_status=$? __mh_ps
+	__mh_arm
 	# Variables that may be unset are read with a default: an rc may set -u.
 	__mh_ps=${PS0-}
-	if [[ $__mh_ps != *$'\e]133;C\a' ]]; then
-		PS0=${__mh_ps//$'\e]133;C\a'/}$'\e]133;C\a'
+	if [[ $__mh_ps != *"$__mh_c" ]]; then
+		PS0=${__mh_ps//"$__mh_c"/}$__mh_c
 	fi
 	__mh_ps=${PS1-}
-	if [[ $__mh_ps != *'\[\e]133;B\a\]' ]]; then
-		PS1=${__mh_ps//'\[\e]133;B\a\]'/}'\[\e]133;B\a\]'
+	if [[ $__mh_ps != *"$__mh_b" ]]; then
+		PS1=${__mh_ps//"$__mh_b"/}$__mh_b
 	fi
+	__mh_ps=${PS2-> }
+	if [[ $__mh_ps != *"$__mh_b" ]]; then
+		PS2=${__mh_ps//"$__mh_b"/}$__mh_b
+	fi
+	export -n PS0 PS1 PS2
 	return "$__mh_status"
 }
 
 # __mh_arm keeps __mh_precmd first and __mh_end last in PROMPT_COMMAND (a string, or an
 # array since bash 5.1), whatever an rc file or a framework such as bash-preexec did to it.
+# A PROMPT_COMMAND made readonly meanwhile cannot be mended (the server then sees prompts
+# without marks).
 __mh_arm() {
+	if [[ ${PROMPT_COMMAND@a} == *r* ]]; then
+		return 0
+	fi
 	if [[ -n ${PROMPT_COMMAND+x} && ${PROMPT_COMMAND@a} == *a* ]]; then
 		if [[ ${PROMPT_COMMAND[0]} != __mh_precmd || ${PROMPT_COMMAND[-1]} != __mh_end ]]; then
 			local __mh_pc=() __mh_c
@@ -88,5 +120,5 @@ if [[ -n "${__mh_load-}" ]]; then
 	# prompt's marks are due now.
 	unset __mh_load
 	__mh_cwd
-	builtin printf '\e]133;A\a'
+	builtin printf '\e]133;A;mh=%s\a' "$__mh_nonce"
 fi

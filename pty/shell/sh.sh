@@ -2,7 +2,11 @@
 # $ENV. These shells have no prompt hook and no PS0, but they expand parameters in PS1 at
 # every prompt, and $? there is still the last command's status: the marks live in PS1
 # (D;status, the directory, A before the prompt, B after it), and the server matches a
-# command's end to the line it typed.
+# command's end to the line it typed. Every mark carries the session's nonce (mh=...),
+# taken out of the environment first; the prompts that hold it are not exported. The
+# directory goes as it is (raw): these shells cannot percent-encode it.
+__mh_nonce=${MCP_HARNESS_NONCE-}
+unset MCP_HARNESS_NONCE
 if [ -n "${MCP_HARNESS_ENV+x}" ]; then
 	ENV=$MCP_HARNESS_ENV
 	export ENV
@@ -13,9 +17,16 @@ if [ -n "${MCP_HARNESS_ENV+x}" ]; then
 else
 	unset ENV
 fi
-__mh_e=$(printf '\033')
-__mh_b=$(printf '\007')
-PS1="${__mh_e}]133;D;\$?${__mh_b}${__mh_e}]7;file://\${HOSTNAME-}\${PWD}${__mh_b}${__mh_e}]133;A${__mh_b}${PS1-\$ }${__mh_e}]133;B${__mh_b}"
-# The end of a continuation prompt too: a command's output starts after the last one.
-PS2="${PS2-> }${__mh_e}]133;B${__mh_b}"
-unset __mh_e __mh_b
+if [ -n "$__mh_nonce" ]; then
+	__mh_e=$(printf '\033')
+	__mh_b=$(printf '\007')
+	__mh_m="mh=$__mh_nonce"
+	__mh_1="${__mh_e}]133;D;$__mh_m;\$?${__mh_b}${__mh_e}]7;$__mh_m;raw;file://\${HOSTNAME-}\${PWD}${__mh_b}${__mh_e}]133;A;$__mh_m${__mh_b}${PS1-\$ }${__mh_e}]133;B;$__mh_m${__mh_b}"
+	# The end of a continuation prompt too: a command's output starts after the last one.
+	__mh_2="${PS2-> }${__mh_e}]133;B;$__mh_m${__mh_b}"
+	# Unset first: a prompt from the environment is exported, and an unset drops that.
+	unset PS1 PS2
+	PS1=$__mh_1 PS2=$__mh_2
+	unset __mh_e __mh_b __mh_m __mh_1 __mh_2
+fi
+unset __mh_nonce

@@ -2,30 +2,42 @@
 # C output start, D;status command end) and OSC 7 (the directory), which the server reads
 # and removes from the output. A and D are printed by a precmd hook rather than put in
 # the prompt, so a prompt that zsh redraws (a transient prompt, vi mode, a resize) does
-# not repeat them; only B is in PS1.
+# not repeat them; only B is in PS1 (and PS2, so a continuation line is told from a
+# prompt). Every mark carries the session's nonce (mh=...), read by our .zshenv into a
+# variable that is not exported: a mark a command prints is its output, not a prompt or
+# an exit status. A zsh the server did not start (no nonce) goes without marks.
+[[ -n $__mh_nonce ]] || return 0
+typeset -g +x __mh_nonce
+typeset -g __mh_b=$'%{\e]133;B;mh='$__mh_nonce$'\a%}'
 
 # __mh_precmd runs first among the precmd hooks; $? is read on its first line.
 __mh_precmd() {
 	local __mh_status=$?
-	builtin printf '\e]133;D;%s\a' $__mh_status
+	builtin printf '\e]133;D;mh=%s;%s\a' $__mh_nonce $__mh_status
 	local p=${PWD//\%/%25}
 	p=${p//$'\a'/%07}
 	p=${p//$'\e'/%1B}
 	p=${p//$'\n'/%0A}
-	builtin printf '\e]7;file://%s%s\a' $HOST $p
-	builtin printf '\e]133;A\a'
+	builtin printf '\e]7;mh=%s;file://%s%s\a' $__mh_nonce $HOST $p
+	builtin printf '\e]133;A;mh=%s\a' $__mh_nonce
 	# Rearm the preexec hook here, and the precmd hooks in preexec: a hook list is never
 	# changed while zsh walks it.
 	preexec_functions=(${preexec_functions:#__mh_preexec} __mh_preexec)
 	return $__mh_status
 }
 
-# __mh_prompt_end runs last among the precmd hooks, after any theme that rewrote PS1.
+# __mh_prompt_end runs last among the precmd hooks, after any theme that rewrote PS1. The
+# prompts hold the nonce, so they are not exported (zsh exports a PS1 it was given in the
+# environment).
 __mh_prompt_end() {
 	local __mh_status=$?
-	if [[ $PS1 != *$'%{\e]133;B\a%}' ]]; then
-		PS1=${PS1//$'%{\e]133;B\a%}'/}$'%{\e]133;B\a%}'
+	if [[ $PS1 != *"$__mh_b" ]]; then
+		PS1=${PS1//"$__mh_b"/}$__mh_b
 	fi
+	if [[ $PS2 != *"$__mh_b" ]]; then
+		PS2=${PS2//"$__mh_b"/}$__mh_b
+	fi
+	typeset -g +x PS1 PS2
 	return $__mh_status
 }
 
@@ -38,7 +50,7 @@ __mh_preexec() {
 	c=${c//$'\e'/%1B}
 	c=${c//$'\n'/%0A}
 	c=${c//$'\r'/%0D}
-	builtin printf '\e]133;C;cmdline_url=%s\a' "$c"
+	builtin printf '\e]133;C;mh=%s;cmdline_url=%s\a' $__mh_nonce "$c"
 	precmd_functions=(__mh_precmd ${precmd_functions:#(__mh_precmd|__mh_prompt_end)} __mh_prompt_end)
 }
 

@@ -3,6 +3,10 @@
 # .zshrc, which adds the shell integration after the user's .zshrc. A ZDOTDIR the user's
 # .zshenv sets is kept: that is where their other files are.
 typeset -g __mh_zdotdir=$ZDOTDIR
+# The session's nonce, which every mark carries (see mh.zsh), is kept in a variable that
+# is not exported and taken out of the environment before any file of the user's runs.
+typeset -g __mh_nonce=${MCP_HARNESS_NONCE-}
+unset MCP_HARNESS_NONCE
 if [[ -n ${MCP_HARNESS_ZDOTDIR+x} ]]; then
 	export ZDOTDIR=$MCP_HARNESS_ZDOTDIR
 	unset MCP_HARNESS_ZDOTDIR
