@@ -352,3 +352,29 @@ func TestMarks_spoofed(t *testing.T) {
 		}
 	}
 }
+
+// A directory whose name holds what looks like a percent escape is reported as it is:
+// sh cannot percent-encode its OSC 7, so its path is not decoded; the shells that encode
+// have theirs decoded.
+func TestMarks_cwdWithPercent(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	m := newManager(t, Config{})
+	dir := filepath.Join(t.TempDir(), "a%41b c")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range []string{"dash", "bash", "zsh", "fish"} {
+		if _, err := exec.LookPath(sh); err != nil {
+			t.Logf("%s is not installed: skipped", sh)
+			continue
+		}
+		id := openShell(t, m, sh, nil).SessionID
+		res := run(t, m, id, "cd '"+dir+"'")
+		if res.Command.Cwd != dir {
+			t.Errorf("%s: cwd after cd = %q, want %q", sh, res.Command.Cwd, dir)
+		}
+		if info, err := m.Get(id); err != nil || info.Dir != dir {
+			t.Errorf("%s: Get().Dir = %q, %v; want %q", sh, info.Dir, err, dir)
+		}
+	}
+}
