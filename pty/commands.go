@@ -40,6 +40,7 @@ type Command struct {
 type command struct {
 	Command
 	run     bool  // typed by a run: its result holds only its output
+	pasted  bool  // typed as one bracketed paste: Text is exactly what was pasted
 	started bool  // C arrived: Since is where its output starts
 	writeAt int64 // where the output stood when its line was typed; -1 if it came from C
 	lines   int   // line breaks typed with it: the terminal echoes them all before any output
@@ -104,9 +105,11 @@ func (st *shellState) onMark(m marks.Mark, at int64, now time.Time, r *ring.Buff
 		switch {
 		case m.Cmdline != "" && !c.run:
 			c.Text = clip(strings.TrimSpace(m.Cmdline))
-		case !c.run && st.inputAt >= st.promptAt && st.inputAt >= 0:
+		case !c.run && !c.pasted && st.inputAt >= st.promptAt && st.inputAt >= 0:
 			// What the person saw typed: the cleaned echo between the prompt's end and
-			// the output, which has every edit applied.
+			// the output, which has every edit applied. Not for a paste, which has no
+			// edits, and whose echo readline draws twice (highlighted, then again after
+			// moving the cursor back up), which the cleaned text would keep both of.
 			if echo := echoText(r, st.inputAt, at); echo != "" {
 				c.Text = echo
 			}
@@ -176,7 +179,7 @@ func (st *shellState) typedLine(data []byte, paste bool, at int64, now time.Time
 	}
 	c := st.newCommand(at, now)
 	c.Text = clip(strings.TrimSpace(clean.Text(line)))
-	c.Cwd = st.cwd
+	c.Cwd, c.pasted = st.cwd, paste
 	if !paste {
 		c.lines = bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r")) - bytes.Count(data, []byte("\r\n"))
 	}
