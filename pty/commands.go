@@ -44,6 +44,7 @@ type command struct {
 	started bool  // C arrived: Since is where its output starts
 	writeAt int64 // where the output stood when its line was typed; -1 if it came from C
 	lines   int   // line breaks typed with it: the terminal echoes them all before any output
+	cont    bool  // a continuation prompt ended (B) before it started: the shell reads the rest
 	ended   bool  // D arrived
 	endAt   int64
 	endTime time.Time
@@ -68,6 +69,7 @@ type shellState struct {
 	n          int       // commands so far
 	paste      bool      // the program has turned bracketed paste on
 	cols       int       // the terminal's width when the last mark came (zsh's PROMPT_SP)
+	lost       string    // why the shell's prompts come without marks now; "" while they come (health.go)
 }
 
 // onMark applies one mark; at is the offset in the stream where it was, r the output.
@@ -75,6 +77,7 @@ func (st *shellState) onMark(m marks.Mark, at int64, now time.Time, r *ring.Buff
 	st.marks = true
 	switch m.Kind {
 	case 'A':
+		st.lost = "" // a marked prompt: the integration is back
 		if c := st.cur; c != nil && (c.started || c.ended) {
 			st.finish(at, r)
 		}
@@ -84,12 +87,17 @@ func (st *shellState) onMark(m marks.Mark, at int64, now time.Time, r *ring.Buff
 		st.promptAt, st.promptTime, st.inputAt = at, now, -1
 		st.typed, st.typedText = false, nil
 	case 'B':
-		if st.atPrompt {
+		switch c := st.cur; {
+		case st.atPrompt:
 			st.inputAt = at
-		} else if c := st.cur; c != nil && !c.started {
-			// The end of a continuation prompt (sh's PS2, while a heredoc or an open
-			// quote is read): the output starts after the last one.
-			c.Since = at
+		case c != nil && !c.started:
+			// The end of a continuation prompt (PS2, while a heredoc or an open quote
+			// is read): the output starts after the last one.
+			c.Since, c.cont = at, true
+		case c != nil && !c.ended:
+			// A prompt while its command has not ended: the hook that marks a
+			// command's end and a prompt's start no longer runs.
+			st.loseIntegration(lostByMarks, r)
 		}
 	case 'C':
 		c := st.cur

@@ -24,7 +24,8 @@ type ReadResult struct {
 	Command *Command
 	// WaitingForInput says what the program asks for when Reason is "input".
 	WaitingForInput *InputWanted
-	// Integration is true once the session's shell has sent integration marks.
+	// Integration is true once the session's shell has sent integration marks, and while
+	// its prompts come with them (see health.go).
 	Integration bool
 	// Screen is what the terminal shows once the output up to Cursor is drawn, when
 	// ReadOptions.Screen asked for it.
@@ -89,6 +90,7 @@ type Info struct {
 	ExitCode                  *int
 	Signal                    *string
 	UnreadBytes               int64     // bytes after the read cursor still in the buffer
+	Integration               bool      // as in ReadResult: run works
 	Ports                     []int     // TCP ports the session's processes listen on (Linux)
 	Commands                  []Command // the last commands, oldest first: only from Get
 }

@@ -129,25 +129,6 @@ func TestRun_noIntegration(t *testing.T) {
 	}
 }
 
-// exec of another shell inside an integrated one ends the marks: the run does not hang,
-// and typing works as without integration.
-func TestRun_execAnotherShell(t *testing.T) {
-	if !foregroundKnown {
-		t.Skip("needs the kernel's view of the terminal")
-	}
-	t.Cleanup(func() { goleak.VerifyNone(t) })
-	m := newManager(t, Config{})
-	id := openShell(t, m, "bash", nil).SessionID
-	res, err := m.IO(t.Context(), id, Input{Run: "PS1='PROMPT> ' exec bash --norc --noprofile"}, ReadOptions{Timeout: waitLong})
-	if err != nil || res.Reason != ReasonInput || res.Command.Done {
-		t.Fatalf("run exec bash = %v, reason %q, command %+v; want the wait to end on the new shell's prompt (input), not done", err, res.Reason, res.Command)
-	}
-	got := mustIO(t, m, id, "echo OUT_$((40+2))\n", ReadOptions{WaitFor: regexp.MustCompile(`(?m)^OUT_42`)})
-	if got.Reason != ReasonMatched {
-		t.Errorf("typing after exec: reason %q output %q, want the new shell to answer", got.Reason, got.Output)
-	}
-}
-
 // A run while a command runs is refused (BUSY), with nothing typed; once the command
 // ends, the same session runs again.
 func TestRun_busy(t *testing.T) {

@@ -489,6 +489,7 @@ func (s *session) write(ctx context.Context, p []byte, deadline time.Time) (int,
 }
 
 func (s *session) info() Info {
+	s.checkIntegration(time.Now())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	dir := s.dir
@@ -501,5 +502,6 @@ func (s *session) info() Info {
 		StartedAt: s.startedAt, LastActivityAt: s.lastActivity,
 		Exited: s.status.exited, ExitCode: s.status.code, Signal: s.status.signal,
 		UnreadBytes: s.ring.End() - max(s.cursor, s.ring.Start()),
+		Integration: s.sh.integrated(),
 	}
 }

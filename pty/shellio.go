@@ -66,6 +66,7 @@ func (s *session) prepareRun(ctx context.Context, op, text string, deadline time
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	checked := false // the health of a busy shell's integration has been checked
 	for {
 		now := time.Now()
 		s.mu.Lock()
@@ -74,6 +75,17 @@ func (s *session) prepareRun(ctx context.Context, op, text string, deadline time
 			s.mu.Unlock()
 			return nil, nil, fmt.Errorf("%s: %w in session %s: its shell has sent no integration marks (yet); type the command as input and wait with waitFor",
 				op, ErrNoIntegration, quote.Short(s.id))
+		case s.sh.lost != "":
+			why := s.sh.lost
+			s.mu.Unlock()
+			return nil, nil, fmt.Errorf("%s: %w in session %s any more: %s; type commands as input and wait with waitFor",
+				op, ErrNoIntegration, quote.Short(s.id), why)
+		case s.sh.cur != nil && !checked:
+			// Busy, unless the shell shows a prompt the marks did not announce.
+			s.mu.Unlock()
+			s.checkIntegration(now)
+			checked = true
+			continue
 		case s.sh.cur != nil:
 			c := s.sh.cur
 			s.mu.Unlock()
@@ -99,9 +111,17 @@ func (s *session) prepareRun(ctx context.Context, op, text string, deadline time
 		if foregroundKnown && s.sh.waitsAtPrompt() && !check {
 			wake = earliest(wake, latest(s.lastOutput, s.lastWrite).Add(inputQuiet))
 		}
+		// No prompt has started since the last marks: one may be showing without them.
+		unmarked := foregroundKnown && !s.sh.waitsAtPrompt()
+		if unmarked {
+			wake = earliest(wake, latest(latest(s.lastOutput, s.lastWrite).Add(inputAfterWrite), now.Add(inputQuiet)))
+		}
 		at := s.sh.promptAt
 		changed := s.changedLocked()
 		s.mu.Unlock()
+		if unmarked {
+			s.checkIntegration(now)
+		}
 		if check {
 			if fg, ok := s.foreground(); ok && fg.pid == s.pid {
 				s.mu.Lock()
@@ -158,7 +178,7 @@ func (s *session) reread(op string, ro readOpts, res ReadResult) (ReadResult, er
 	}
 	st := s.status
 	ready := s.sh.promptReady(s.lastOutput, time.Now())
-	res.Integration = s.sh.marks
+	res.Integration = s.sh.integrated()
 	var from int64
 	res.Output, res.OmittedBytes, from = s.outputText(*ro.since, *ro.end, ro.maxBytes, ro.raw, true) // releases s.mu
 

@@ -296,7 +296,9 @@ func (s *session) inputReason(ctx context.Context, w waitSpec) (reason Reason, i
 	if s.kind == kindNone || fg.pid != s.pid {
 		return ReasonInput, &fg, false, synced
 	}
-	// The shell itself reads its terminal.
+	// The shell itself reads its terminal: at a prompt the marks did not announce, the
+	// integration is lost (health.go).
+	s.checkIntegration(time.Now())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {

@@ -1,0 +1,93 @@
+package pty
+
+import (
+	"time"
+
+	"github.com/mcp-harness/mcp-harness/pty/ring"
+)
+
+// Integration health: a shell can go on showing prompts without marks. An rc hook or a
+// command replaces PROMPT_COMMAND, precmd_functions or PS1 (bash's hook puts itself back
+// at every prompt it still runs at, but a command that empties PROMPT_COMMAND leaves no
+// hook to do it), PROMPT_COMMAND is readonly, or `exec zsh` replaces the integrated shell
+// with one that has none. The integration then believes a command still runs, and
+// without a check a run would wait for an end that never comes and every later run
+// would be refused as busy. The session notices such a prompt in two ways:
+//
+//   - by the marks: a prompt's end (B, which lives in PS1) comes while the command it
+//     believes running has not ended (no D), so the hook that marks a command's end and a
+//     prompt's start no longer runs;
+//   - by the kernel (Linux): output has been quiet, and the shell process itself, the one
+//     the session started, reads its terminal while the integration believes a command
+//     runs (or that no prompt has started since the last marks), and reads it the way a
+//     shell reads a command line, not the way a command asks a question. A shell that
+//     exec'd another program (its /proc cmdline is not the one the session started) has
+//     lost its integration whatever reads. Otherwise a line editor (bash's readline,
+//     zsh's zle) puts the terminal in raw mode without echo, which bash's and zsh's read
+//     builtins do not; dash has no line editor and reads its command line in one large
+//     read, its read builtin one byte at a time. A continuation line (PS2, which carries
+//     B) is a question, not a lost prompt. fish is judged by the exec rule only: its
+//     marks come from events no prompt theme replaces, and its reader reads a
+//     continuation line like a command line.
+//
+// From then on the session says integration: false, the command it believed running is
+// finished at that prompt with no exit code, and a run is refused (ErrNoIntegration)
+// with the reason, never left busy. The integration comes back at the next prompt that
+// is marked (a prompt start, A, with the session's nonce). A read builtin in raw mode
+// without echo that a command line calls directly at the prompt (`read -s -n 1`) looks
+// like a line editor and is taken for a lost prompt until its command's marks come.
+
+// Reasons for a lost integration, as a run's refusal says them.
+const (
+	lostByMarks  = "its prompt came without the marks of the command's end: something removed the shell's prompt hook (PROMPT_COMMAND, precmd_functions)"
+	lostByKernel = "it shows a prompt without integration marks: something replaced the shell's prompt hook or its prompt (PROMPT_COMMAND, precmd_functions, PS1), or made them readonly"
+)
+
+// integrated reports whether the shell's prompts come with marks: a mark has arrived and
+// none has gone missing since.
+func (st *shellState) integrated() bool { return st.marks && st.lost == "" }
+
+// loseIntegration records that the shell shows a prompt without marks, for reason why:
+// the command believed running ends here, its status unknown.
+func (st *shellState) loseIntegration(why string, r *ring.Buffer) {
+	st.lost = why
+	if st.cur != nil {
+		st.finish(r.End(), r)
+	}
+	st.atPrompt, st.typed, st.typedText = false, false, nil
+}
+
+// checkIntegration asks the kernel, when the integration believes the shell busy and
+// output has been quiet, whether the shell shows a prompt without marks (see above), and
+// if so records the integration as lost. The caller does not hold s.mu.
+func (s *session) checkIntegration(now time.Time) {
+	if !foregroundKnown || s.kind == kindNone {
+		return
+	}
+	s.mu.Lock()
+	st := &s.sh
+	quietSince := latest(s.lastOutput, s.lastWrite.Add(inputAfterWrite-inputQuiet))
+	suspect := st.marks && st.lost == "" && !st.waitsAtPrompt() && !s.status.exited && !now.Before(quietSince.Add(inputQuiet))
+	if c := st.cur; c != nil && !c.started && c.cont {
+		suspect = false // a continuation line: the shell asks for the rest of the command
+	}
+	end := s.ring.End()
+	s.mu.Unlock()
+	if !suspect {
+		return
+	}
+	if fg, ok := s.foreground(); !ok || fg.pid != s.pid {
+		return
+	}
+	why := s.promptWithoutMarks()
+	if why == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Output meanwhile may have been the marks after all.
+	if s.ring.End() == end && st.lost == "" && !st.waitsAtPrompt() {
+		st.loseIntegration(why, &s.ring)
+		s.wakeLocked(true)
+	}
+}
