@@ -39,6 +39,9 @@ type readResult struct {
 	Reason       pty.Reason `json:"reason" jsonschema:"Why the call returned."`
 	programEnd
 	Written int `json:"written" jsonschema:"Bytes of input delivered by this call."`
+	// Integration turns false when the shell shows a prompt without its marks (a prompt
+	// hook removed, exec of another shell), and true again at a marked prompt.
+	Integration bool `json:"integration" jsonschema:"The shell reports its prompts and exit codes: run works."`
 	// Command is the shell command the call ran or saw, WaitingForInput what the program
 	// asks for (reason "input"); null when they do not apply.
 	Command         *commandResult `json:"command"`
@@ -165,13 +168,16 @@ func shapeRead(r pty.ReadResult, clamped bool) (readResult, string) {
 	out := readResult{
 		SessionID: r.SessionID, Pid: r.Pid, Output: r.Output, Since: r.Since, Cursor: r.Cursor,
 		DroppedBytes: r.DroppedBytes, OmittedBytes: r.OmittedBytes, Reason: r.Reason,
-		programEnd: programEnd{r.Exited, r.ExitCode, r.Signal}, Written: r.Written,
+		programEnd: programEnd{r.Exited, r.ExitCode, r.Signal}, Written: r.Written, Integration: r.Integration,
 	}
 	parts := []string{fmt.Sprintf("%s (pid %d)", r.SessionID, r.Pid), string(r.Reason), exitStatus(r.Exited, r.ExitCode, r.Signal),
 		fmt.Sprintf("bytes %d-%d", r.Since, r.Cursor)}
 	if c := r.Command; c != nil {
 		out.Command = &commandResult{commandFacts: factsOf(*c, c.Text), Done: c.Done}
 		parts = append(parts, commandStatus(*c))
+	}
+	if r.Command != nil && !r.Integration {
+		parts = append(parts, "integration lost: the shell shows prompts without marks; type commands as input")
 	}
 	if w := r.WaitingForInput; w != nil {
 		out.WaitingForInput = &inputWanted{Kind: w.Kind}

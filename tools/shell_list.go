@@ -36,7 +36,7 @@ var shellList = tool[shellListArgs, listResult]{
 				SessionID: in.ID, Name: in.Name, Pid: in.Pid, Command: in.Command, Cwd: in.Dir,
 				Cols: in.Cols, Rows: in.Rows, StartedAt: timestamp(in.StartedAt), LastActivityAt: timestamp(in.LastActivityAt),
 				programEnd: programEnd{in.Exited, in.ExitCode, in.Signal}, UnreadBytes: in.UnreadBytes,
-				Ports: append([]int{}, in.Ports...),
+				Ports: append([]int{}, in.Ports...), Integration: in.Integration,
 			}
 			label := in.Command
 			if in.Name != "" {
@@ -78,6 +78,7 @@ type sessionInfo struct {
 	programEnd
 	UnreadBytes int64 `json:"unreadBytes" jsonschema:"Output bytes after the read cursor."`
 	Ports       []int `json:"ports"`
+	Integration bool  `json:"integration" jsonschema:"The shell reports its prompts and exit codes: run works."`
 	// Commands is null unless shell_list was asked about this one session.
 	Commands []historyEntry `json:"commands" toolschema:"nullable"`
 }

@@ -35,7 +35,7 @@ var shellOpen = tool[openArgs, openResult]{
 			return openResult{}, "", err
 		}
 		out, text := shapeRead(res, clamped)
-		return openResult{readResult: out, Integration: res.Integration}, text, nil
+		return openResult{readResult: out}, text, nil
 	},
 }
 
@@ -51,9 +51,8 @@ type openArgs struct {
 	readArgs
 }
 
-// openResult is shell_open's result: a read, and whether the shell's integration marks
-// arrived (shell_io's results do not have the field at all).
+// openResult is shell_open's result: a read, as shell_io's (a type of its own, so
+// what shell_open alone may report has a place).
 type openResult struct {
 	readResult
-	Integration bool `json:"integration" jsonschema:"The shell reports its prompts and exit codes: run works."`
 }

@@ -289,8 +289,8 @@ func TestShell_RunAndHistory(t *testing.T) {
 	if header := strings.SplitN(text(r), "\n", 2)[0]; !strings.Contains(header, `command 1 "echo OUT_$((40+2)); false" exited 1`) {
 		t.Errorf("header %q, want the command and its exit code", header)
 	}
-	if _, ok := got["integration"]; ok {
-		t.Errorf("shell_io result has shell_open's integration field: %v", got)
+	if got["integration"] != true {
+		t.Errorf("run = %v, want integration true", got)
 	}
 
 	long := structured(t, callTool(t, s, "shell_io", map[string]any{"sessionId": id, "run": "sleep 30", "timeoutMs": 100}))
@@ -319,6 +319,10 @@ func TestShell_RunAndHistory(t *testing.T) {
 	}
 	if nf := callTool(t, s, "shell_list", map[string]any{"sessionId": "s9"}); !nf.IsError || !strings.HasPrefix(text(nf), "NOT_FOUND: ") {
 		t.Errorf("shell_list of an unknown session = %q, want NOT_FOUND", text(nf))
+	}
+
+	if sess["integration"] != true {
+		t.Errorf("shell_list entry = %v, want integration true", sess)
 	}
 
 	plain := structured(t, callTool(t, s, "shell_open", bashArgs(map[string]any{"integration": false})))
@@ -389,5 +393,29 @@ func TestShell_waitingPrompt(t *testing.T) {
 		if tt.prompt == nil && !strings.Contains(text(open), "with no prompt") {
 			t.Errorf("shell_open %q text = %q, want it to say there is no prompt", tt.command, strings.SplitN(text(open), "\n", 2)[0])
 		}
+	}
+}
+
+// A shell that shows a prompt without its marks (here it exec'd another shell) says so
+// within that prompt: shell_io's result and shell_list's entry carry integration false,
+// and a run is refused with NO_INTEGRATION and the reason, never BUSY.
+func TestShell_integrationLost(t *testing.T) {
+	s := newTestServer(t)
+	open := structured(t, callTool(t, s, "shell_open", map[string]any{"command": "bash", "env": map[string]any{"HOME": t.TempDir()}, "timeoutMs": 20000}))
+	if open["integration"] != true {
+		t.Fatalf("shell_open(bash) = %v, want integration true", open)
+	}
+	id := open["sessionId"].(string)
+	r := callTool(t, s, "shell_io", map[string]any{"sessionId": id, "run": "exec bash --norc --noprofile", "timeoutMs": 20000})
+	if got := structured(t, r); got["integration"] != false || got["reason"] != "input" || !strings.Contains(text(r), "integration lost") {
+		t.Errorf("run exec bash = %v, text %q; want integration false, reason input, the text saying so", got, text(r))
+	}
+	list := structured(t, callTool(t, s, "shell_list", map[string]any{}))
+	if sess := list["sessions"].([]any)[0].(map[string]any); sess["integration"] != false {
+		t.Errorf("shell_list entry = %v, want integration false", sess)
+	}
+	no := callTool(t, s, "shell_io", map[string]any{"sessionId": id, "run": "echo x", "timeoutMs": 20000})
+	if !no.IsError || !strings.HasPrefix(text(no), "NO_INTEGRATION: ") || !strings.Contains(text(no), "replaced") {
+		t.Errorf("run after exec = %q, want NO_INTEGRATION saying the shell was replaced", text(no))
 	}
 }
