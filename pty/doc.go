@@ -89,8 +89,8 @@
 //     session; with none, it fails with a *LimitError naming what to close.
 //   - A Recorder's errors are logged and ignored: a session works without its record.
 //
-// Shell integration (integration.go; the marks, commands.go; the kernel's view,
-// foreground_linux.go and ports_linux.go):
+// Shell integration (integration.go; the marks, commands.go; its health, health.go; the
+// kernel's view, foreground_linux.go and ports_linux.go):
 //
 //   - A run types its line and a carriage return; if text was typed at that prompt
 //     without Enter, C-u clears it first. It takes one line of printable text: several
@@ -106,7 +106,7 @@
 //     read, select, poll or epoll on the terminal, the output quiet for 50ms (100ms after
 //     input was written, which the program may not have taken yet) and nothing left for
 //     the reader. The shell itself reading is "prompt" at a marked prompt, and nothing
-//     without marks: its prompt and a question look the same. Before the answer counts,
+//     before its first marks: its prompt and a question look the same. Before the answer counts,
 //     the reader is made to catch up (a read deadline in the past cuts its Read short;
 //     it answers between reads), so output and marks the program wrote before it blocked
 //     are in the buffer and the shell state: no time hold.
@@ -128,6 +128,12 @@
 //     the terminal) still runs: then it is a long-poll read, which also ends ("prompt")
 //     once the last job is gone. A daemon the rc started with its output elsewhere
 //     (gitstatusd) does not count.
+//   - Marks carry the session's nonce (integration.go); a mark without it is output. A
+//     prompt shown without marks once they came (a prompt hook removed, exec of another
+//     shell) turns Integration false until the next marked prompt: the command believed
+//     running is finished there without an exit code, and a run is refused with
+//     ErrNoIntegration and the reason, not ErrBusy. How such a prompt is told from a
+//     question is in health.go.
 //   - Commands are numbered from 1 per session; History (Get) keeps the last 100
 //     finished ones. For sh/dash, which mark no command start, only the first line typed
 //     at a prompt is recorded, its output starting after the terminal's echo of what was
