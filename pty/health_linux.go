@@ -15,20 +15,23 @@ import (
 // health.go).
 func (s *session) promptWithoutMarks() string {
 	dir := "/proc/" + strconv.Itoa(s.pid)
-	cmdline, err := os.ReadFile(dir + "/cmdline")
-	if err != nil {
+	cmdline := cmdlineOf(s.pid)
+	if cmdline == "" {
 		return ""
 	}
 	comm, _ := os.ReadFile(dir + "/comm")
 	name := strings.TrimSpace(string(comm))
-	if want := strings.Join(s.cmd.Args, "\x00") + "\x00"; string(cmdline) != want {
+	s.mu.Lock()
+	image := s.image
+	s.mu.Unlock()
+	if cmdline != image {
 		return fmt.Sprintf("the shell was replaced by %s (exec), which reports no prompts", name)
 	}
 	lflag, ok := s.localModes()
 	if !ok {
 		return ""
 	}
-	switch s.kind {
+	switch kindOf(name) {
 	case kindBash, kindZsh:
 		if lflag&(unix.ICANON|unix.ECHO) == 0 {
 			return lostByKernel // its line editor reads a command line
@@ -72,4 +75,11 @@ func readCount(dir string) int64 {
 	}
 	n, _ := strconv.ParseUint(strings.TrimPrefix(string(f[3]), "0x"), 16, 64)
 	return int64(n)
+}
+
+// cmdlineOf returns process pid's command line as /proc holds it (NUL after each word),
+// or "" if it is gone.
+func cmdlineOf(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return string(b)
 }

@@ -31,7 +31,8 @@ func lostRun(t *testing.T, m *Manager, id, line, why string) {
 	if !errors.Is(err, ErrNoIntegration) || errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), why) {
 		t.Errorf("run after %q = %v, want ErrNoIntegration saying %q", line, err, why)
 	}
-	got := mustIO(t, m, id, "echo OUT_$((40+2))\n", ReadOptions{WaitFor: regexp.MustCompile(`(?m)^OUT_42`)})
+	// Up to the next prompt, whose marks (if any) come before it.
+	got := mustIO(t, m, id, "echo OUT_$((40+2))\n", ReadOptions{WaitFor: regexp.MustCompile(`(?m)^OUT_42\n.*[#$%>] ?$`)})
 	if got.Reason != ReasonMatched {
 		t.Errorf("typing after %q: reason %q output %q, want the shell to answer", line, got.Reason, got.Output)
 	}
@@ -48,8 +49,8 @@ func TestHealth_execAnotherShell(t *testing.T) {
 	for _, tt := range []struct{ shell, line string }{
 		{"bash", "PS1='PROMPT> ' exec bash --norc --noprofile"},
 		{"bash", "exec zsh -f"},
-		{"zsh", "exec bash --norc --noprofile"},
 		{"zsh", "exec zsh -f"},
+		{"zsh", "PS1='PROMPT> ' exec bash --noprofile"},
 		{"dash", "exec bash --norc --noprofile"},
 		{"bash", "exec dash"},
 	} {
@@ -59,6 +60,46 @@ func TestHealth_execAnotherShell(t *testing.T) {
 		}
 		id := openShell(t, m, tt.shell, nil).SessionID
 		lostRun(t, m, id, tt.line, "replaced")
+	}
+}
+
+// zsh's preexec hook sees an exec of a shell coming and hands the integration on (the
+// nonce and the way to the scripts, in that command's environment alone): the new shell
+// marks its prompts, and nothing it runs inherits the nonce.
+func TestHealth_execHandsOn(t *testing.T) {
+	needShell(t, "zsh")
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	m := newManager(t, Config{})
+	for _, line := range []string{"exec zsh", "exec bash --norc", "exec dash -i", "exec zsh -i"} {
+		id := openShell(t, m, "zsh", nil).SessionID
+		res, err := m.IO(t.Context(), id, Input{Run: line}, ReadOptions{Timeout: waitLong})
+		if err != nil || res.Reason != ReasonPrompt || !res.Integration || res.Command == nil || !res.Command.Done {
+			t.Fatalf("run %q = %v, reason %q integration %v command %+v; want %q at the new shell's marked prompt", line, err, res.Reason, res.Integration, res.Command, ReasonPrompt)
+		}
+		for _, tt := range []struct {
+			line, out string
+			code      int
+		}{
+			{"echo OUT_$((40+2)); false", "OUT_42\n", 1},
+			{"env | grep -c MCP_HARNESS", "0\n", 1},
+			{"read x; echo got=$x", "", -1},
+		} {
+			if tt.code < 0 {
+				// A question in the new shell is a question, not a lost prompt.
+				res, err := m.IO(t.Context(), id, Input{Run: tt.line}, ReadOptions{Timeout: waitLong})
+				if err != nil || res.Reason != ReasonInput || !res.Integration {
+					t.Errorf("after %q: run %q = %v, reason %q integration %v; want %q, integration true", line, tt.line, err, res.Reason, res.Integration, ReasonInput)
+				}
+				if res := mustIO(t, m, id, "yes\n", ReadOptions{}); res.Reason != ReasonPrompt || exitOf(res) != 0 {
+					t.Errorf("after %q: the answer = reason %q command %+v, want %q, exit 0", line, res.Reason, res.Command, ReasonPrompt)
+				}
+				continue
+			}
+			res := run(t, m, id, tt.line)
+			if res.Output != tt.out || exitOf(res) != tt.code || !res.Integration {
+				t.Errorf("after %q: run %q = %q exit %d integration %v, want %q exit %d, true", line, tt.line, res.Output, exitOf(res), res.Integration, tt.out, tt.code)
+			}
+		}
 	}
 }
 

@@ -380,3 +380,29 @@ func TestMarks_cwdWithPercent(t *testing.T) {
 		}
 	}
 }
+
+// The nonce stays the shell's: the commands it runs do not inherit it, also where the
+// prompts that hold marks came from the environment (and would be exported).
+func TestMarks_nonceNotInherited(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	m := newManager(t, Config{})
+	for _, sh := range []string{"bash", "dash", "zsh", "fish"} {
+		if _, err := exec.LookPath(sh); err != nil {
+			t.Logf("%s is not installed: skipped", sh)
+			continue
+		}
+		env := map[string]string{"HOME": t.TempDir(), "HISTFILE": "/dev/null", "PS1": "PROMPT> ", "PS2": "more> ", "PS0": ""}
+		res := mustOpen(t, m, OpenOptions{Command: sh, Env: env}, ReadOptions{})
+		if !res.Integration {
+			t.Fatalf("%s: Open: integration false, output %q", sh, res.Output)
+		}
+		s, err := m.get("test", res.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := run(t, m, res.SessionID, "env; sh -c env").Output
+		if nonce := s.filter.Nonce; nonce == "" || strings.Contains(out, nonce) || strings.Contains(out, nonceVar) {
+			t.Errorf("%s: the environment of its commands holds the nonce %q:\n%s", sh, nonce, out)
+		}
+	}
+}

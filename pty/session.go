@@ -59,6 +59,7 @@ type session struct {
 	changed       chan struct{} // closed (and cleared) on new output or exit; made by a waiter
 	event         chan struct{} // the same, but not on output without integration marks
 	marked        bool          // the reader's chunk held a mark (outputSink)
+	image         string        // the shell's command line at its last marked prompt (health.go)
 	waiters       int           // calls waiting on this session (tests use it to order events)
 	reaped        bool          // the leader has been waited for: its pid may be reused now
 	inputNoted    bool          // a call ended with "input" while the output ended at inputNotedEnd
@@ -148,6 +149,7 @@ func (m *Manager) start(id string, seq int, o OpenOptions) (*session, error) {
 		kind:         kind,
 		filter:       marks.Filter{Consume: kind != kindNone, Nonce: nonce},
 		sh:           shellState{kind: kind, promptAt: -1, inputAt: -1, drawnAt: -1},
+		image:        strings.Join(cmd.Args, "\x00") + "\x00",
 	}
 	registerLeader(s.pid, mark)
 	m.startTerm(s)
@@ -344,6 +346,13 @@ func (o outputSink) Mark(m marks.Mark) {
 	o.s.sh.cols = o.s.cols
 	o.s.sh.onMark(m, o.s.ring.End(), o.now, &o.s.ring)
 	o.s.marked = true
+	if m.Kind == 'A' {
+		// The shell that marks its prompts now: one that an exec handed the integration
+		// to is integrated too.
+		if c := cmdlineOf(o.s.pid); c != "" {
+			o.s.image = c
+		}
+	}
 }
 func (o outputSink) PasteMode(on bool) { o.s.sh.paste = on }
 

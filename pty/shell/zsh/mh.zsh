@@ -14,6 +14,7 @@ typeset -g __mh_b=$'%{\e]133;B;mh='$__mh_nonce$'\a%}'
 __mh_precmd() {
 	local __mh_status=$?
 	builtin printf '\e]133;D;mh=%s;%s\a' $__mh_nonce $__mh_status
+	__mh_handback
 	local p=${PWD//\%/%25}
 	p=${p//$'\a'/%07}
 	p=${p//$'\e'/%1B}
@@ -50,8 +51,74 @@ __mh_preexec() {
 	c=${c//$'\e'/%1B}
 	c=${c//$'\n'/%0A}
 	c=${c//$'\r'/%0D}
+	__mh_handoff "$1"
 	builtin printf '\e]133;C;mh=%s;cmdline_url=%s\a' $__mh_nonce "$c"
 	precmd_functions=(__mh_precmd ${precmd_functions:#(__mh_precmd|__mh_prompt_end)} __mh_prompt_end)
+}
+
+# __mh_handoff: a command line that execs an interactive shell the server integrates
+# with replaces this one, and the new shell is handed what it needs to integrate in turn:
+# the nonce and the way to our scripts, in the environment, for that command alone. Only
+# where the new shell takes them out before anything of the user's runs: zsh without -f
+# (our .zshenv), bash with --norc and no login (PROMPT_COMMAND loads bash.sh at its first
+# prompt), sh, dash and ash without login ($ENV). If the exec fails, __mh_handback takes
+# them back at the next prompt.
+__mh_handoff() {
+	local -a w=(${(z)1})
+	[[ $w[1] == exec && $#w -ge 2 ]] || return 0
+	local sh=${w[2]:t} a norc= dir=${__mh_zdotdir:h}
+	for a in $w[3,-1]; do
+		case $a in
+		--norc) norc=1 ;;
+		--command* | --login | --no-rcs | --norcs) return 0 ;;
+		--*) ;;
+		[-+]*[clf]*) return 0 ;; # a command, a login shell, or zsh's no startup files
+		[-+]*) ;;
+		*) return 0 ;; # a script, or an option's value: not worth guessing
+		esac
+	done
+	typeset -ga __mh_handed=()
+	case $sh in
+	zsh)
+		(( ${+ZDOTDIR} )) && __mh_hand MCP_HARNESS_ZDOTDIR $ZDOTDIR
+		__mh_hand ZDOTDIR $__mh_zdotdir
+		;;
+	bash)
+		[[ -n $norc ]] || return 0
+		__mh_hand PROMPT_COMMAND "__mh_load=1 . '$dir/bash.sh'"
+		;;
+	sh | dash | ash)
+		(( ${+ENV} )) && __mh_hand MCP_HARNESS_ENV $ENV
+		__mh_hand ENV $dir/sh.sh
+		;;
+	*) return 0 ;;
+	esac
+	__mh_hand MCP_HARNESS_NONCE $__mh_nonce
+}
+
+# __mh_hand exports name=value for the command about to run, noting what to put back.
+__mh_hand() {
+	if (( ${+parameters[$1]} )); then
+		__mh_handed+=("$1" 1 "${(P)1}" "$parameters[$1]")
+	else
+		__mh_handed+=("$1" 0 '' '')
+	fi
+	typeset -gx $1=$2
+}
+
+# __mh_handback puts back what __mh_handoff changed, once the command has returned (the
+# exec failed).
+__mh_handback() {
+	(( ${#__mh_handed} )) || return 0
+	local i
+	for ((i = 1; i < ${#__mh_handed}; i += 4)); do
+		unset $__mh_handed[i]
+		if (( $__mh_handed[i+1] )); then
+			typeset -g $__mh_handed[i]=$__mh_handed[i+2]
+			[[ $__mh_handed[i+3] == *export* ]] && export $__mh_handed[i]
+		fi
+	done
+	__mh_handed=()
 }
 
 precmd_functions=(__mh_precmd ${precmd_functions:#(__mh_precmd|__mh_prompt_end)} __mh_prompt_end)
