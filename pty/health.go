@@ -63,10 +63,14 @@ func (st *shellState) loseIntegration(why string, r *ring.Buffer) {
 
 // checkIntegration asks the kernel, when the integration believes the shell busy and
 // output has been quiet, whether the shell shows a prompt without marks (see above), and
-// if so records the integration as lost. The caller does not hold s.mu.
-func (s *session) checkIntegration(now time.Time) {
+// if so records the integration as lost. The answer must hold twice, inputConfirm apart
+// with no output between, as an "input" answer must (see await): the shell's last output
+// may have left the terminal and still be in the reader's hands, and it may be the
+// marks. retry is when to ask again to confirm what was seen, zero when nothing is
+// pending. The caller does not hold s.mu.
+func (s *session) checkIntegration(now time.Time) (retry time.Time) {
 	if !foregroundKnown || s.kind == kindNone {
-		return
+		return time.Time{}
 	}
 	s.mu.Lock()
 	st := &s.sh
@@ -78,20 +82,43 @@ func (s *session) checkIntegration(now time.Time) {
 	end := s.ring.End()
 	s.mu.Unlock()
 	if !suspect {
-		return
+		return time.Time{}
 	}
-	if fg, ok := s.foreground(); !ok || fg.pid != s.pid {
-		return
-	}
-	why := s.promptWithoutMarks()
-	if why == "" {
-		return
+	why := ""
+	if fg, ok := s.foreground(); ok && fg.pid == s.pid {
+		why = s.promptWithoutMarks()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	seen := s.unmarked
+	s.unmarked = unmarkedPrompt{}
 	// Output meanwhile may have been the marks after all.
-	if s.ring.End() == end && st.lost == "" && !st.waitsAtPrompt() {
-		st.loseIntegration(why, &s.ring)
-		s.wakeLocked(true)
+	if why == "" || s.ring.End() != end || st.lost != "" || st.waitsAtPrompt() {
+		return time.Time{}
 	}
+	if seen.end != end || seen.at.IsZero() {
+		s.unmarked = unmarkedPrompt{end: end, at: now}
+		return now.Add(inputConfirm)
+	}
+	if confirm := seen.at.Add(inputConfirm); now.Before(confirm) {
+		s.unmarked = seen
+		return confirm
+	}
+	st.loseIntegration(why, &s.ring)
+	s.wakeLocked(true)
+	return time.Time{}
+}
+
+// unmarkedPrompt is a prompt without marks seen once (checkIntegration), at the end of
+// the output then.
+type unmarkedPrompt struct {
+	end int64
+	at  time.Time
+}
+
+// integrationLost reports whether the shell's prompts come without marks now.
+func (s *session) integrationLost() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sh.lost != ""
 }

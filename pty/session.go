@@ -54,15 +54,16 @@ type session struct {
 	lastOutput    time.Time
 	lastWrite     time.Time
 	lastActivity  time.Time
-	sh            shellState    // what the shell integration marks said
-	openRun       int           // the run command whose last result said done: false (see exchange)
-	changed       chan struct{} // closed (and cleared) on new output or exit; made by a waiter
-	event         chan struct{} // the same, but not on output without integration marks
-	marked        bool          // the reader's chunk held a mark (outputSink)
-	image         string        // the shell's command line at its last marked prompt (health.go)
-	waiters       int           // calls waiting on this session (tests use it to order events)
-	reaped        bool          // the leader has been waited for: its pid may be reused now
-	inputNoted    bool          // a call ended with "input" while the output ended at inputNotedEnd
+	sh            shellState     // what the shell integration marks said
+	openRun       int            // the run command whose last result said done: false (see exchange)
+	changed       chan struct{}  // closed (and cleared) on new output or exit; made by a waiter
+	event         chan struct{}  // the same, but not on output without integration marks
+	marked        bool           // the reader's chunk held a mark (outputSink)
+	image         string         // the shell's command line at its last marked prompt (health.go)
+	unmarked      unmarkedPrompt // a prompt without marks seen once, to be confirmed (health.go)
+	waiters       int            // calls waiting on this session (tests use it to order events)
+	reaped        bool           // the leader has been waited for: its pid may be reused now
+	inputNoted    bool           // a call ended with "input" while the output ended at inputNotedEnd
 	inputNotedEnd int64
 	syncAsked     uint64        // syncReader calls so far
 	syncDone      uint64        // the last of them the reader has answered

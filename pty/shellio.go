@@ -66,7 +66,6 @@ func (s *session) prepareRun(ctx context.Context, op, text string, deadline time
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	checked := false // the health of a busy shell's integration has been checked
 	for {
 		now := time.Now()
 		s.mu.Lock()
@@ -80,16 +79,26 @@ func (s *session) prepareRun(ctx context.Context, op, text string, deadline time
 			s.mu.Unlock()
 			return nil, nil, fmt.Errorf("%s: %w in session %s any more: %s; type commands as input and wait with waitFor",
 				op, ErrNoIntegration, quote.Short(s.id), why)
-		case s.sh.cur != nil && !checked:
-			// Busy, unless the shell shows a prompt the marks did not announce.
-			s.mu.Unlock()
-			s.checkIntegration(now)
-			checked = true
-			continue
 		case s.sh.cur != nil:
+			// Busy, unless the shell shows a prompt the marks did not announce.
 			c := s.sh.cur
+			changed := s.changedLocked()
 			s.mu.Unlock()
-			return nil, nil, fmt.Errorf("%s: %w", op, &BusyError{Session: s.id, ID: c.ID, Text: c.Text, For: now.Sub(c.StartedAt)})
+			retry := s.checkIntegration(now)
+			if s.integrationLost() {
+				continue
+			}
+			if retry.IsZero() || retry.After(deadline) {
+				return nil, nil, fmt.Errorf("%s: %w", op, &BusyError{Session: s.id, ID: c.ID, Text: c.Text, For: now.Sub(c.StartedAt)})
+			}
+			timer.Reset(time.Until(retry))
+			select {
+			case <-changed:
+			case <-timer.C:
+			case <-ctx.Done():
+				return nil, nil, fmt.Errorf("%s: session %q: %w", op, s.id, ctx.Err())
+			}
+			continue
 		case s.sh.promptReady(s.lastOutput, now):
 			data := []byte(text + "\r")
 			if s.sh.typed {
@@ -120,7 +129,9 @@ func (s *session) prepareRun(ctx context.Context, op, text string, deadline time
 		changed := s.changedLocked()
 		s.mu.Unlock()
 		if unmarked {
-			s.checkIntegration(now)
+			if retry := s.checkIntegration(now); !retry.IsZero() {
+				wake = earliest(wake, retry)
+			}
 		}
 		if check {
 			if fg, ok := s.foreground(); ok && fg.pid == s.pid {
