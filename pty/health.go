@@ -38,8 +38,10 @@ import (
 // finished at that prompt with no exit code, and a run is refused (ErrNoIntegration)
 // with the reason, never left busy. The integration comes back at the next prompt that
 // is marked (a prompt start, A, with the session's nonce). A read builtin in raw mode
-// without echo that a command line calls directly at the prompt (`read -s -n 1`) looks
-// like a line editor and is taken for a lost prompt until its command's marks come.
+// without echo that a command line calls directly at the prompt (bash's `read -e` or
+// `read -s -n 1`, zsh's `vared`) looks like a line editor and is taken for a lost prompt
+// until its command's marks come; in a script, another process reads, and nothing is
+// taken for a prompt.
 
 // Reasons for a lost integration, as a run's refusal says them.
 const (

@@ -33,7 +33,9 @@ import (
 // sets out to read the shell's own state: its variables (a command line the shell itself
 // expands, such as echo $__mh_nonce or set), its memory, or /proc/<shell>/environ, which
 // keeps the environment the shell was started with. That is deliberate spoofing, and the
-// agent's own commands have no reason to do it.
+// agent's own commands have no reason to do it. A bash that loads the hooks from
+// PROMPT_COMMAND (below) holds the variable until its first prompt, so what a login
+// shell's profile starts inherits it.
 //
 // The scripts are injected without taking the user's own rc files away:
 //
