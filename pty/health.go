@@ -20,15 +20,16 @@ import (
 //   - by the kernel (Linux): output has been quiet, and the shell process itself, the one
 //     the session started, reads its terminal while the integration believes a command
 //     runs (or that no prompt has started since the last marks), and reads it the way a
-//     shell reads a command line, not the way a command asks a question. A shell that
-//     exec'd another program (its /proc cmdline is not the one that marked the last
-//     prompt) has lost its integration whatever reads. Otherwise a line editor (bash's readline,
-//     zsh's zle) puts the terminal in raw mode without echo, which bash's and zsh's read
-//     builtins do not; dash has no line editor and reads its command line in one large
-//     read, its read builtin one byte at a time. A continuation line (PS2, which carries
-//     B) is a question, not a lost prompt. fish is judged by the exec rule only: its
-//     marks come from events no prompt theme replaces, and its reader reads a
-//     continuation line like a command line.
+//     shell reads a command line, not the way a command asks a question; seen twice,
+//     inputConfirm apart, with no output between. A shell that exec'd another program
+//     (its /proc cmdline is not the one that marked the last prompt) has lost its
+//     integration whatever reads. Otherwise a line editor (bash's readline, zsh's zle)
+//     puts the terminal in raw mode without echo, which bash's and zsh's read builtins
+//     do not; dash has no line editor and reads its command line in one large read, its
+//     read builtin one byte at a time. A continuation line (PS2, which carries B) is a
+//     question, not a lost prompt. fish is judged by the exec rule only: its marks come
+//     from events no prompt theme replaces, and its reader reads a continuation line
+//     like a command line.
 //
 // Where it can, the integration re-arms itself instead: bash's hook puts itself back into
 // PROMPT_COMMAND at every prompt it still runs at, zsh's preexec hook puts the precmd
