@@ -82,7 +82,7 @@ func TestHealth_execHandsOn(t *testing.T) {
 			code      int
 		}{
 			{"echo OUT_$((40+2)); false", "OUT_42\n", 1},
-			{"env | grep -c MCP_HARNESS", "0\n", 1},
+			{"env | grep -c -e MCP_HARNESS_NONCE -e MCP_HARNESS_ZDOTDIR -e MCP_HARNESS_ENV", "0\n", 1},
 			{"read x; echo got=$x", "", -1},
 		} {
 			if tt.code < 0 {
