@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -173,6 +174,9 @@ func TestHealth_readonlyPromptCommand(t *testing.T) {
 	got := mustIO(t, m, res.SessionID, "echo OUT_$((40+2))\n", ReadOptions{WaitFor: regexp.MustCompile(`(?m)^OUT_42`)})
 	if got.Reason != ReasonMatched {
 		t.Errorf("typing: reason %q output %q, want the shell to answer", got.Reason, got.Output)
+	}
+	if _, err := m.Close(t.Context(), res.SessionID, syscall.SIGHUP, DefaultGrace); err != nil { // before its HOME goes
+		t.Fatal(err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package pty
 
 import (
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -107,6 +109,11 @@ func openShell(t *testing.T, m *Manager, command string, files map[string]string
 		}
 	}
 	res := mustOpen(t, m, OpenOptions{Command: command, Env: map[string]string{"HOME": home, "HISTFILE": "/dev/null"}}, ReadOptions{})
+	// Closed before its HOME is removed (cleanups run last first): a shell that still
+	// runs may write there (fish's history) while the directory is being removed.
+	t.Cleanup(func() {
+		_, _ = m.Close(context.WithoutCancel(t.Context()), res.SessionID, syscall.SIGHUP, DefaultGrace)
+	})
 	if res.Reason != ReasonPrompt || !res.Integration {
 		t.Fatalf("Open(%s) reason %q integration %v, want %q, true; output %q", command, res.Reason, res.Integration, ReasonPrompt, res.Output)
 	}
@@ -403,6 +410,10 @@ func TestMarks_nonceNotInherited(t *testing.T) {
 		out := run(t, m, res.SessionID, "env; sh -c env").Output
 		if nonce := s.filter.Nonce; nonce == "" || strings.Contains(out, nonce) || strings.Contains(out, nonceVar) {
 			t.Errorf("%s: the environment of its commands holds the nonce %q:\n%s", sh, nonce, out)
+		}
+		// Before its HOME goes (fish writes its history there).
+		if _, err := m.Close(t.Context(), res.SessionID, syscall.SIGHUP, DefaultGrace); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
