@@ -1,6 +1,7 @@
 package pty
 
 import (
+	"context"
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/pty/ring"
@@ -20,8 +21,8 @@ import (
 //   - by the kernel (Linux): output has been quiet, and the shell process itself, the one
 //     the session started, reads its terminal while the integration believes a command
 //     runs (or that no prompt has started since the last marks), and reads it the way a
-//     shell reads a command line, not the way a command asks a question; seen twice,
-//     inputConfirm apart, with no output between. A shell that exec'd another program
+//     shell reads a command line, not the way a command asks a question, and the reader
+//     has nothing more (see checkIntegration). A shell that exec'd another program
 //     (its /proc cmdline is not the one that marked the last prompt) has lost its
 //     integration whatever reads. Otherwise a line editor (bash's readline, zsh's zle)
 //     puts the terminal in raw mode without echo, which bash's and zsh's read builtins
@@ -66,12 +67,13 @@ func (st *shellState) loseIntegration(why string, r *ring.Buffer) {
 
 // checkIntegration asks the kernel, when the integration believes the shell busy and
 // output has been quiet, whether the shell shows a prompt without marks (see above), and
-// if so records the integration as lost. The answer must hold twice, inputConfirm apart
-// with no output between, as an "input" answer must (see await): the shell's last output
-// may have left the terminal and still be in the reader's hands, and it may be the
-// marks. retry is when to ask again to confirm what was seen, zero when nothing is
-// pending. The caller does not hold s.mu.
-func (s *session) checkIntegration(now time.Time) (retry time.Time) {
+// if so records the integration as lost. What the shell wrote before it blocked may
+// still be in the reader's hands, and it may be the marks: the reader is made to catch
+// up first (syncReader), and the answer counts only if nothing came. Where the reader
+// cannot be made to, the answer must hold twice, inputConfirm apart with no output
+// between, as an "input" answer must; retry is then when to ask again, zero when
+// nothing is pending. The caller does not hold s.mu.
+func (s *session) checkIntegration(ctx context.Context, now time.Time) (retry time.Time) {
 	if !foregroundKnown || s.kind == kindNone {
 		return time.Time{}
 	}
@@ -87,9 +89,11 @@ func (s *session) checkIntegration(now time.Time) (retry time.Time) {
 	if !suspect {
 		return time.Time{}
 	}
-	why := ""
+	why, synced := "", false
 	if fg, ok := s.foreground(); ok && fg.pid == s.pid {
-		why = s.promptWithoutMarks()
+		if why = s.promptWithoutMarks(); why != "" {
+			synced = s.syncReader(ctx)
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -99,13 +103,15 @@ func (s *session) checkIntegration(now time.Time) (retry time.Time) {
 	if why == "" || s.ring.End() != end || st.lost != "" || st.waitsAtPrompt() {
 		return time.Time{}
 	}
-	if seen.end != end || seen.at.IsZero() {
-		s.unmarked = unmarkedPrompt{end: end, at: now}
-		return now.Add(inputConfirm)
-	}
-	if confirm := seen.at.Add(inputConfirm); now.Before(confirm) {
-		s.unmarked = seen
-		return confirm
+	if !synced {
+		if seen.end != end || seen.at.IsZero() {
+			s.unmarked = unmarkedPrompt{end: end, at: now}
+			return now.Add(inputConfirm)
+		}
+		if confirm := seen.at.Add(inputConfirm); now.Before(confirm) {
+			s.unmarked = seen
+			return confirm
+		}
 	}
 	st.loseIntegration(why, &s.ring)
 	s.wakeLocked(true)

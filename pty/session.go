@@ -499,7 +499,10 @@ func (s *session) write(ctx context.Context, p []byte, deadline time.Time) (int,
 }
 
 func (s *session) info() Info {
-	s.checkIntegration(time.Now())
+	// Bounded: a listing waits for nobody's reader long.
+	ctx, cancel := context.WithTimeout(context.Background(), inputConfirm)
+	s.checkIntegration(ctx, time.Now())
+	cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	dir := s.dir

@@ -84,7 +84,7 @@ func (s *session) prepareRun(ctx context.Context, op, text string, deadline time
 			c := s.sh.cur
 			changed := s.changedLocked()
 			s.mu.Unlock()
-			retry := s.checkIntegration(now)
+			retry := s.checkIntegration(ctx, now)
 			if s.integrationLost() {
 				continue
 			}
@@ -129,7 +129,7 @@ func (s *session) prepareRun(ctx context.Context, op, text string, deadline time
 		changed := s.changedLocked()
 		s.mu.Unlock()
 		if unmarked {
-			if retry := s.checkIntegration(now); !retry.IsZero() {
+			if retry := s.checkIntegration(ctx, now); !retry.IsZero() {
 				wake = earliest(wake, retry)
 			}
 		}

@@ -298,7 +298,7 @@ func (s *session) inputReason(ctx context.Context, w waitSpec) (reason Reason, i
 	}
 	// The shell itself reads its terminal: at a prompt the marks did not announce, the
 	// integration is lost (health.go).
-	s.checkIntegration(time.Now())
+	s.checkIntegration(ctx, time.Now())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
