@@ -163,12 +163,15 @@ func (c *cleaner) write(p []byte) {
 			// output. A whole line of it, ended here by a line feed, goes straight
 			// into the text: it is already what the screen shows. Only what fits
 			// before the right margin is taken here; put wraps the rest.
-			j := i + 1
-			for j < len(p) && p[j] >= 0x20 && p[j] < 0x7f {
-				j++
+			// Look no further than the right margin: scanning on to the end of p
+			// for every row of a long line made a read of one quadratic in its length.
+			limit := len(p)
+			if c.width > 0 {
+				limit = min(limit, i+c.width-c.col)
 			}
-			if c.width > 0 && j-i > c.width-c.col {
-				j = i + c.width - c.col
+			j := i + 1
+			for j < limit && p[j] >= 0x20 && p[j] < 0x7f {
+				j++
 			}
 			if len(c.line) == 0 && !c.alt {
 				k := j
