@@ -40,9 +40,10 @@ func TestRun_zshPromptSP(t *testing.T) {
 	}
 }
 
-// Cleaned text wraps where the terminal wrapped it: each part of the output at the width
-// it was drawn at, also after a resize.
-func TestRead_wrapsAtTheWidth(t *testing.T) {
+// Cleaned text models the terminal's width (each part of the output at the width it was
+// drawn at, also after a resize) but joins the rows a line wrapped onto back into one
+// line, as a copy from the terminal does: a line is the same text whatever the width.
+func TestRead_joinsWrappedRows(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	m := newManager(t, Config{})
 	o := bash(t)
@@ -50,23 +51,46 @@ func TestRead_wrapsAtTheWidth(t *testing.T) {
 	id := mustOpen(t, m, o, ReadOptions{WaitFor: prompt}).SessionID
 	line := strings.Repeat("x", 15) + strings.Repeat("y", 15)
 	done := regexp.MustCompile(`(?m)^42\n`)
-	res := mustIO(t, m, id, "echo "+line+"; echo $((6*7))\n", ReadOptions{WaitFor: done})
-	if want := "xxxxxxxxxxxxxxxyyyyy\nyyyyyyyyyy\n"; !strings.Contains(res.Output, want) {
+	// The carriage return after the wrap goes back to the start of the second row only,
+	// as on the screen: Z overwrites its first y.
+	cmd := "printf '%s\\rZ\\n' " + line + "; echo $((6*7))\n"
+	res := mustIO(t, m, id, cmd, ReadOptions{WaitFor: done})
+	if want := "\n" + line[:20] + "Z" + line[21:] + "\n"; !strings.Contains(res.Output, want) {
 		t.Errorf("at 20 columns: output %q, want it to hold %q", res.Output, want)
 	}
 	start := res.Cursor
-	res, err := m.IO(t.Context(), id, Input{Data: []byte("echo " + line + "; echo $((6*7))\n"), Cols: 40, Rows: 10}, ReadOptions{WaitFor: done, Timeout: waitLong})
+	res, err := m.IO(t.Context(), id, Input{Data: []byte(cmd), Cols: 40, Rows: 10}, ReadOptions{WaitFor: done, Timeout: waitLong})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "\n" + line + "\n"; !strings.Contains(res.Output, want) {
+	if want := "\nZ" + line[1:] + "\n"; !strings.Contains(res.Output, want) {
 		t.Errorf("at 40 columns: output %q, want it to hold %q", res.Output, want)
 	}
 	// A re-read of both cleans each at its own width.
 	all := mustIO(t, m, id, "", ReadOptions{Since: new(int64(0)), End: &res.Cursor})
-	before, after, ok := strings.Cut(all.Output, "\n"+line+"\n")
-	if !ok || !strings.Contains(before, "xxxxxxxxxxxxxxxyyyyy\nyyyyyyyyyy\n") {
-		t.Errorf("re-read: %q, want the first line wrapped at 20 and the second at 40 (start %d, after %q)", all.Output, start, after)
+	before, after, ok := strings.Cut(all.Output, "\nZ"+line[1:]+"\n")
+	if !ok || !strings.Contains(before, "\n"+line[:20]+"Z"+line[21:]+"\n") {
+		t.Errorf("re-read: %q, want the first line as at 20 columns and the second as at 40 (start %d, after %q)", all.Output, start, after)
+	}
+}
+
+// A program's line longer than the terminal is one line to the user who waits for it: a
+// waitFor of a URL a dev server prints matches whatever column the line starts at, and
+// the output holds the URL whole.
+func TestIO_waitForAcrossTheMargin(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	m := newManager(t, Config{})
+	o := bash(t)
+	o.Cols, o.Rows = 40, 10
+	id := mustOpen(t, m, o, ReadOptions{WaitFor: prompt}).SessionID
+	url := "http://127.0.0.1:8080/api/v1/health-check-endpoint"
+	res := mustIO(t, m, id, "printf '%s%s\\n' 'Listening http://127.0.0.1:8080/api/v1/health-' check-endpoint\n",
+		ReadOptions{WaitFor: regexp.MustCompile(regexp.QuoteMeta("Listening " + url)), Timeout: waitLong})
+	if res.Reason != ReasonMatched {
+		t.Errorf("waitFor %q: reason %q, output %q; want it matched", "Listening "+url, res.Reason, res.Output)
+	}
+	if !strings.Contains(res.Output, "Listening "+url+"\n") {
+		t.Errorf("output %q does not hold the line %q whole", res.Output, "Listening "+url)
 	}
 }
 

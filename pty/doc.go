@@ -50,11 +50,17 @@
 //   - Cleaning follows what a terminal shows on one line rather than a simpler rule: a
 //     carriage return moves to the start of the line and what follows overwrites it, so
 //     a shorter overwrite keeps the tail of the longer text, as on screen.
-//   - Cleaned text matches the terminal: lines wrap at the terminal's width as it was
-//     when they were drawn (a resize applies from where it happened in the stream), a
-//     carriage return goes back to the start of the wrapped row only, trailing spaces
-//     are dropped (except on the last line, up to the cursor: "$ " stays a prompt), and
-//     DEC line drawing shows as box characters. WaitFor matches the same wrapped text.
+//   - Cleaned text matches the terminal: the cleaner models the terminal's width as it
+//     was when each part was drawn (a resize applies from where it happened in the
+//     stream), so a carriage return after a line wrapped goes back to the start of the
+//     row the cursor is on only, and what follows overwrites that row, as on screen. The
+//     text, though, joins the rows a line wrapped onto back into one line, as a copy from
+//     the terminal or tmux capture-pane -J does: only line feeds end lines, so a URL or a
+//     log line reads whole and WaitFor matches it whatever the width. Spaces padded across
+//     the margin and then a carriage return (how zsh's PROMPT_SP reaches a fresh row
+//     without a line feed) end the line. Trailing spaces are dropped (except on the last
+//     line, up to the cursor: "$ " stays a prompt), and DEC line drawing shows as box
+//     characters.
 //   - zsh's PROMPT_SP (its PROMPT_EOL_MARK, % or # in reverse video, padded with spaces
 //     to the terminal's width, then a carriage return) is the shell's: zsh prints it
 //     before the precmd hooks, so before the D mark, and a finished command's range ends

@@ -13,7 +13,7 @@ import (
 const readChunk = 64 << 10
 
 // outputText returns the output [from, to) as a read returns it: cleaned (unless raw),
-// lines wrapped at the terminal's width as it was when they were drawn, what a
+// cleaned at the terminal's width as it was when each part was drawn (wrapped rows joined), what a
 // full-screen program drew on the alternate screen left out and, if the range ends on
 // it, the screen's rows instead (see pty/doc.go), and capped at maxBytes, head and tail kept (clean.Cap). hint puts the offset to re-read an
 // omitted part from in the marker. It returns the text, how many bytes were left out, and

@@ -402,7 +402,7 @@ func (s *session) addScreen(res *ReadResult, want bool) {
 const maxWidths = 256
 
 // widthChangedLocked records that the terminal is cols wide from the end of the output
-// on, so that cleaned text wraps each part of the output at the width it was drawn at.
+// on, so that the cleaner models each part of the output at the width it was drawn at.
 // The caller holds s.mu, before s.cols takes the new width.
 func (s *session) widthChangedLocked(cols int) {
 	if cols == s.cols {

@@ -34,14 +34,18 @@ import (
 // visible character: cells left blank and spaces at the end of a line are dropped, as a
 // screen shows no difference between them; only the last line, where the cursor is,
 // keeps the spaces written before the cursor, since a prompt such as "$ " ends in one.
-// Text does not wrap lines (TextWidth does).
+// Text models no width (TextWidth does).
 func Text(b []byte) string {
 	return string(Bytes(b))
 }
 
-// TextWidth is Text for a terminal cols wide: a line longer than the width wraps onto the
-// next line where the terminal wraps it, and a carriage return goes back to the start of
-// the wrapped part only, as on the screen. cols <= 0 means no wrapping.
+// TextWidth is Text for a terminal cols wide. A line longer than the width wraps onto the
+// next row where the terminal wraps it, and a carriage return goes back to the start of
+// that row only, as on the screen; but the text joins the rows back into one line, as a
+// copy from the terminal (or tmux capture-pane -J) does: only line feeds end lines. The
+// one exception is spaces padded across the margin and then a carriage return, which is
+// how zsh's PROMPT_SP moves to a fresh row without a line feed: that ends the line.
+// cols <= 0 means no wrapping.
 func TextWidth(b []byte, cols int) string {
 	var c cleaner
 	c.init()
@@ -103,9 +107,14 @@ type cleaner struct {
 	st   cleanState
 
 	// width is the terminal's, 0 for no wrapping; wrapNext says a character was written
-	// in the last column, so the next one starts a new line (the terminal's pending wrap).
+	// in the last column, so the next one starts a new row (the terminal's pending wrap).
+	// A row the line wraps off is final (the cursor cannot go back to it in this model)
+	// and goes into out with no line break: the text joins soft-wrapped rows into one
+	// line, as a copy from a terminal does. softAt is where in out the current line's
+	// first row begins once one has wrapped, else -1.
 	width    int
 	wrapNext bool
+	softAt   int
 	// DEC line drawing: g0 and g1 say which of the two charsets is the DEC special
 	// graphics set, shifted whether SO selected G1; inter is the escape's intermediate.
 	g0, g1, shifted bool
@@ -147,6 +156,7 @@ type cleaner struct {
 }
 
 func (c *cleaner) init() {
+	c.softAt = -1
 	c.watch = -1
 	c.found = -1
 	c.hold = -1
@@ -173,7 +183,7 @@ func (c *cleaner) write(p []byte) {
 			for j < limit && p[j] >= 0x20 && p[j] < 0x7f {
 				j++
 			}
-			if len(c.line) == 0 && !c.alt {
+			if len(c.line) == 0 && !c.alt && c.softAt < 0 {
 				k := j
 				if k+1 < len(p) && p[k] == '\r' {
 					k++
@@ -372,6 +382,7 @@ func (c *cleaner) control(b byte) {
 		c.newline()
 	case '\r':
 		c.col, c.wrapNext = 0, false
+		c.paddedAcross()
 	case '\b':
 		if c.col > 0 {
 			c.col--

@@ -76,19 +76,24 @@ func TestClean(t *testing.T) {
 	}
 }
 
-// widthTests are cleaned for a terminal 10 columns wide: lines wrap where it wraps them.
+// widthTests are cleaned for a terminal 10 columns wide: lines wrap where it wraps them, and
+// the text joins the wrapped rows back into one line, as a copy from the terminal does.
 var widthTests = []struct {
 	name, in, want string
 }{
 	{"short lines do not wrap", "abc\r\ndef", "abc\ndef"},
-	{"a long line wraps", "0123456789abcdefghijKLM\n", "0123456789\nabcdefghij\nKLM\n"},
+	{"a long line wraps", "0123456789abcdefghijKLM\n", "0123456789abcdefghijKLM\n"},
 	{"a full line and a line feed make one line", "0123456789\r\nx", "0123456789\nx"},
-	{"carriage return goes back on the wrapped row only", "0123456789ab\rX", "0123456789\nXb"},
-	{"a wide character that does not fit wraps whole", "012345678日x", "012345678\n日x"},
+	{"carriage return goes back on the wrapped row only", "0123456789ab\rX", "0123456789Xb"},
+	{"erasing the wrapped row leaves the rows before it", "0123456789ab\r\x1b[KX\n", "0123456789X\n"},
+	{"spaces at the margin are inside the line", "012345678 abc\n", "012345678 abc\n"},
+	{"spaces padded across the margin are trimmed at the line's end", "abc          \n", "abc\n"},
+	{"spaces padded across the margin and a return start a line", "abc           \rdef\n", "abc\ndef\n"},
+	{"a wide character that does not fit wraps whole", "012345678日x", "012345678日x"},
 	{"cursor moves stop at the margin", "ab\x1b[20Cc", "ab       c"},
 	{"zsh PROMPT_SP after a partial line", "foo\x1b[1m\x1b[7m%\x1b[27m\x1b[1m\x1b[0m         \r \r", "foo%\n"},
 	{"zsh PROMPT_SP after a full line", "foo\r\n\x1b[7m%\x1b[27m         \r \r", "foo\n"},
-	{"DEC line drawing wraps too", "\x1b(0lqqqqqqqqqqqqk\x1b(B", "┌─────────\n───┐"},
+	{"DEC line drawing wraps too", "\x1b(0lqqqqqqqqqqqqk\x1b(B", "┌────────────┐"},
 }
 
 func TestTextWidth(t *testing.T) {

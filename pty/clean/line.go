@@ -67,15 +67,53 @@ func (c *cleaner) tab() {
 	c.col = max(c.col, stop)
 }
 
-// wrap ends the current line where the terminal wraps it: the line goes on, on the next
-// row, starting with the byte being processed.
+// wrap ends the current row where the terminal wraps it: the line goes on, on the next
+// row, starting with the byte being processed. The row is final and its text is the
+// start of the line's (spaces at its end are inside the line now), so it goes into out.
 func (c *cleaner) wrap() {
 	if c.alt && !c.keepAlt {
 		c.line, c.col, c.wrapNext = c.line[:0], 0, false
 		return
 	}
-	c.out = appendLine(c.out, c.line)
-	c.endLine(c.pos)
+	if c.softAt < 0 {
+		c.softAt = len(c.out)
+	}
+	c.out = appendLineTo(c.out, c.line, len(c.line))
+	c.line = c.line[:0]
+	c.col, c.wrapNext = 0, false
+	c.dropMiddle()
+}
+
+// paddedAcross ends the line at a carriage return that follows spaces padded across the
+// margin (the wrapped rows end in a space and the row the cursor is on holds only
+// spaces): a program used the wrap to reach a fresh row, as zsh's PROMPT_SP does, and
+// what follows is not the same line. Without it the prompt would join the output.
+func (c *cleaner) paddedAcross() {
+	if c.softAt < 0 || len(c.out) == 0 || c.out[len(c.out)-1] != ' ' || c.alt && !c.keepAlt {
+		return
+	}
+	for _, r := range c.line {
+		if r != ' ' && r != blank {
+			return
+		}
+	}
+	c.trimSoft()
+	n := len(c.line)
+	c.endLine(c.pos + 1)
+	c.line = c.line[:n] // the row's spaces stay, to be overwritten: endLine only emptied it
+}
+
+// trimSoft drops the spaces at the end of the rows the current line wrapped off, for a line
+// that ends with nothing visible on its last row.
+func (c *cleaner) trimSoft() {
+	if c.softAt < 0 {
+		return
+	}
+	n := len(c.out)
+	for n > c.softAt && c.out[n-1] == ' ' {
+		n--
+	}
+	c.out = c.out[:n]
 }
 
 // lineDrawing reports whether printed bytes are DEC special graphics now.
@@ -109,6 +147,9 @@ func (c *cleaner) newline() {
 	if c.alt && !c.keepAlt {
 		c.line, c.col, c.wrapNext = c.line[:0], 0, false
 		return
+	}
+	if len(appendLine(nil, c.line)) == 0 {
+		c.trimSoft()
 	}
 	c.out = appendLine(c.out, c.line)
 	c.endLine(c.pos + 1)
@@ -161,6 +202,20 @@ func (c *cleaner) endLine(next int64) {
 	if c.watch >= 0 && c.found < 0 && len(c.out) > c.watch {
 		c.found = c.lineRaw
 	}
+	c.softAt = -1
+	c.dropMiddle()
+	c.line = c.line[:0]
+	c.col, c.wrapNext = 0, false
+	c.lineRaw = next
+	if c.keepTail > 0 && len(c.out) <= c.keepHead {
+		c.heads = append(c.heads, headLine{len(c.out), c.lineRaw})
+	}
+}
+
+// dropMiddle drops the middle of out once it holds more than the head and the tail that
+// will be returned (cleanCapped), so cleaning a whole buffer never holds a copy of it;
+// with keepTail 0 it does nothing.
+func (c *cleaner) dropMiddle() {
 	if c.keepTail > 0 && len(c.out) > c.keepHead+2*c.keepTail {
 		// Only the head and the tail will be returned (cleanCapped): drop the middle, so
 		// cleaning a whole buffer never holds a copy of it. What is dropped is at least
@@ -176,13 +231,13 @@ func (c *cleaner) endLine(next int64) {
 			if c.hold >= 0 {
 				c.hold -= drop
 			}
+			switch {
+			case c.softAt >= cut:
+				c.softAt -= drop
+			case c.softAt > c.keepHead:
+				c.softAt = c.keepHead
+			}
 		}
-	}
-	c.line = c.line[:0]
-	c.col, c.wrapNext = 0, false
-	c.lineRaw = next
-	if c.keepTail > 0 && len(c.out) <= c.keepHead {
-		c.heads = append(c.heads, headLine{len(c.out), c.lineRaw})
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func BenchmarkReviewLongLine(b *testing.B) {
+func BenchmarkCapped_longLine(b *testing.B) {
 	data := bytes.Repeat([]byte("a"), 8<<20)
 	for _, cols := range []int{0, 80} {
 		b.Run(map[int]string{0: "nowrap", 80: "wrap80"}[cols], func(b *testing.B) {
