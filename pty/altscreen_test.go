@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"time"
+
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 )
@@ -65,5 +67,67 @@ func TestIO_altScreenOutput(t *testing.T) {
 	part := mustIO(t, m, id, "", ReadOptions{Since: &start, End: &mid})
 	if !strings.HasSuffix(part.Output, "\n"+altNotKept) || strings.Contains(part.Output, "line 1") {
 		t.Errorf("re-read up to vim's screen: %q, want the command line and the note %q", part.Output, altNotKept)
+	}
+}
+
+// A program that dies without leaving the alternate screen (vim killed with SIGKILL, a
+// crashed curses program, tput smcup) leaves the terminal on it. The commands run after it
+// still print, and each run returns what it printed, as the stream shows it: the screen
+// of the moment the command ended is gone once the prompt is drawn over it, and the rows
+// would hold what others drew before.
+func TestRun_afterAltScreenLeftOn(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	m := newManager(t, Config{})
+	id := openShell(t, m, "bash", nil).SessionID
+	res := run(t, m, id, `printf '\033[?1049hdrawn\n'; echo FATAL: config missing; false`)
+	if want := "drawn\nFATAL: config missing\n"; res.Output != want {
+		t.Errorf("the run that left the alternate screen on: output %q, want %q", res.Output, want)
+	}
+	for _, c := range []struct{ line, want string }{
+		{"echo after", "after\n"},
+		{"ls /nonexistent-alt-dir", "No such file"},
+	} {
+		res = run(t, m, id, c.line)
+		if !strings.Contains(res.Output, c.want) || strings.Contains(res.Output, "not kept") {
+			t.Errorf("run %q with the terminal left on the alternate screen: output %q, want it to hold %q", c.line, res.Output, c.want)
+		}
+	}
+}
+
+// A run whose output leaves the alternate screen and switches to it again ends with what
+// it printed on the screen still shown: the main screen's text, then that.
+func TestRun_endsOnTheAltScreen(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	m := newManager(t, Config{})
+	id := openShell(t, m, "bash", nil).SessionID
+	res := run(t, m, id, `printf 'MAIN0\n\033[?1049hALT1\033[?1049lMAIN1\n\033[?1049h\033[HALT2 screen'`)
+	if want := "MAIN0\nMAIN1\nALT2 screen"; res.Output != want {
+		t.Errorf("output %q, want %q", res.Output, want)
+	}
+}
+
+// vim killed with SIGKILL never switches back: the runs after it return their output.
+func TestRun_afterVimKilled(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	vim := need(t, "vim")
+	need(t, "timeout")
+	m := newManager(t, Config{})
+	id := openShell(t, m, "bash", nil).SessionID
+	// The run returns as vim waits for keys; it is done once timeout has killed it.
+	res, err := m.IO(t.Context(), id, Input{Run: "timeout -s KILL 1 " + vim + " -u NONE -N -i NONE"}, ReadOptions{Timeout: waitLong})
+	for deadline := time.Now().Add(waitLong); err == nil && (res.Command == nil || !res.Command.Done) && time.Now().Before(deadline); {
+		res, err = m.IO(t.Context(), id, Input{}, ReadOptions{Timeout: waitLong})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exitOf(res) != 137 {
+		t.Fatalf("vim under timeout -s KILL: exit %d, output %q; want 137", exitOf(res), res.Output)
+	}
+	if res = run(t, m, id, "echo after; id -u"); !strings.HasPrefix(res.Output, "after\n") {
+		t.Errorf("run after vim was killed on the alternate screen: output %q, want it to start with %q", res.Output, "after\n")
+	}
+	if res = mustIO(t, m, id, "", ReadOptions{Screen: true, Timeout: 1}); res.Screen == nil || !res.Screen.AltScreen {
+		t.Errorf("the screen after vim was killed: %+v, want the alternate screen still on", res.Screen)
 	}
 }

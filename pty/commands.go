@@ -306,8 +306,8 @@ func blankTail(r *ring.Buffer, since, end int64) int64 {
 	if i < 0 && from > since {
 		return end // the last line is longer than the window: not padding
 	}
-	if strings.TrimSpace(clean.Text(data[i+1:])) != "" {
-		return end
+	if !clean.Blank(data[i+1:]) {
+		return end // what is drawn on the alternate screen counts: it is shown
 	}
 	return from + int64(i) + 1
 }

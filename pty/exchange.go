@@ -216,7 +216,7 @@ func (s *session) collectResult(res ReadResult, b exchangeStart, w waitSpec, we 
 		// Already cleaned while waiting.
 		res.Output, res.OmittedBytes = mt.Text(from)
 	} else {
-		res.Output, res.OmittedBytes, from = s.outputText(from, to, ro.maxBytes, ro.raw, true) // releases s.mu
+		res.Output, res.OmittedBytes, from = s.outputText(from, to, ro.maxBytes, ro.raw, true, cmd != nil && cmd.Done && to == cmd.Cursor) // releases s.mu
 	}
 
 	res.Since, res.Cursor, res.DroppedBytes = from, max(to, from), from-want

@@ -338,7 +338,7 @@ func (m *Manager) Close(ctx context.Context, id string, sig syscall.Signal, grac
 
 	s.mu.Lock()
 	st := s.status
-	out, _, _ := s.outputText(s.cursor, s.ring.End(), DefaultMaxBytes, false, false) // releases s.mu
+	out, _, _ := s.outputText(s.cursor, s.ring.End(), DefaultMaxBytes, false, false, false) // releases s.mu
 	return CloseResult{SessionID: id, ExitCode: st.code, Signal: st.signal, Output: out}, nil
 }
 

@@ -26,7 +26,7 @@ const readChunk = 64 << 10
 // output and in bounded chunks for cleaned output, so a read never copies the whole
 // range, and the lock is held only while a chunk is copied, never while it is cleaned:
 // the reader goroutine is not held up.
-func (s *session) outputText(from, to int64, maxBytes int, raw, hint bool) (string, int64, int64) {
+func (s *session) outputText(from, to int64, maxBytes int, raw, hint, cmdEnd bool) (string, int64, int64) {
 	from = min(to, max(from, s.ring.Start()))
 	if raw {
 		return s.rawText(from, to, maxBytes, hint)
@@ -42,6 +42,18 @@ func (s *session) outputText(from, to int64, maxBytes int, raw, hint bool) (stri
 		}
 	}
 	k := clean.NewCapped(maxBytes, int(to-from))
+	if t == nil {
+		cmdEnd = false // no screen: the alternate screen's drawing is never shown
+	} else if on, _ := t.altAt(to); on && cmdEnd {
+		// A finished command's output that ends on the alternate screen (the program died
+		// without leaving it, or the command runs after one did): its screen then is gone
+		// (the prompt is drawn over it), and its rows would hold what others drew. What
+		// the command printed there since the switch is its output, as the stream
+		// shows it.
+		k.KeepAltFrom(t.altOnSince(from, to))
+	} else {
+		cmdEnd = false
+	}
 	startAlt := func() {
 		if t != nil {
 			on, _ := t.altAt(from)
@@ -67,7 +79,7 @@ func (s *session) outputText(from, to int64, maxBytes int, raw, hint bool) (stri
 			startAlt()
 		}
 	}
-	if t != nil && k.Alt() && to > from {
+	if t != nil && k.Alt() && to > from && !cmdEnd {
 		// The read ends on the alternate screen: its text is the screen, not the stream
 		// that painted it. An empty range printed nothing, and shows nothing.
 		if !live {

@@ -471,6 +471,20 @@ func (t *term) altAt(at int64) (on, known bool) {
 	return on, true
 }
 
+// altOnSince returns where the alternate screen, on at offset to, was last switched on:
+// the offset of that switch, or from when it came before from (or before the oldest
+// switch kept). Taken under s.mu, once altAt knows to.
+func (t *term) altOnSince(from, to int64) int64 {
+	t.evMu.Lock()
+	defer t.evMu.Unlock()
+	for i := len(t.alts) - 1; i >= 0; i-- {
+		if t.alts[i].At <= to {
+			return max(from, t.alts[i].At)
+		}
+	}
+	return from
+}
+
 // scanUpTo brings the scan up to offset to, so that altAt knows it. The caller holds
 // neither mu nor s.mu.
 func (t *term) scanUpTo(to int64) {

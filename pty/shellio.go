@@ -191,7 +191,7 @@ func (s *session) reread(op string, ro readOpts, res ReadResult) (ReadResult, er
 	ready := s.sh.promptReady(s.lastOutput, time.Now())
 	res.Integration = s.sh.integrated()
 	var from int64
-	res.Output, res.OmittedBytes, from = s.outputText(*ro.since, *ro.end, ro.maxBytes, ro.raw, true) // releases s.mu
+	res.Output, res.OmittedBytes, from = s.outputText(*ro.since, *ro.end, ro.maxBytes, ro.raw, true, false) // releases s.mu
 
 	res.Since, res.Cursor, res.DroppedBytes = from, max(*ro.end, from), from-*ro.since
 	switch {

@@ -7,6 +7,37 @@ import "bytes"
 // (see AppendScreen for what stands for it).
 func (k *Capped) SetAlt(on bool) { k.c.setAlt(on); k.c.sawAlt = false }
 
+// KeepAltFrom says that from raw offset at on (the alternate screen's last switch on
+// before the end of the output, with WriteAt), what is drawn on the alternate screen is
+// text: a finished command's output that ends with the screen still on carries what the
+// command printed there. A negative at keeps nothing.
+func (k *Capped) KeepAltFrom(at int64) { k.keepAltAt = at }
+
+// keepAltNow makes what is drawn on the alternate screen text from here on. The main
+// screen's unfinished line, kept aside while the alternate screen is on, is a line of
+// its own before it.
+func (c *cleaner) keepAltNow() {
+	if c.keepAlt {
+		return
+	}
+	c.keepAlt = true
+	if c.alt && len(c.main) > 0 {
+		c.out = appendLine(c.out, c.main)
+		c.endLine(c.pos)
+		c.main = c.main[:0]
+	}
+}
+
+// Blank reports whether output b shows nothing as text: no visible character, what is
+// drawn on the alternate screen included.
+func Blank(b []byte) bool {
+	var c cleaner
+	c.init()
+	c.keepAlt = true
+	c.write(b)
+	return len(bytes.TrimSpace(c.bytes())) == 0
+}
+
 // Alt reports whether the alternate screen is on at the end of what was written.
 func (k *Capped) Alt() bool { return k.c.alt }
 

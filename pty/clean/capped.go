@@ -11,14 +11,15 @@ import (
 // out between them, and the raw offsets of the lines the head holds, for the "re-read
 // from here" hint. Its memory is bounded by max, whatever the output's length.
 type Capped struct {
-	c   cleaner
-	max int
+	c         cleaner
+	max       int
+	keepAltAt int64 // see KeepAltFrom
 }
 
 // NewCapped returns a Capped that keeps at most max bytes of text; sizeHint, the length of
 // the output about to be written when it is known (else 0), sizes its first buffer.
 func NewCapped(max, sizeHint int) *Capped {
-	k := &Capped{max: max}
+	k := &Capped{max: max, keepAltAt: -1}
 	// Cap's head is max/4 bytes (it looks at the byte after it to cut at a character
 	// boundary), its tail less than max.
 	k.c.keepHead, k.c.keepTail = max/4+utf8.UTFMax, max
@@ -54,6 +55,13 @@ func (k *Capped) WriteAt(p []byte, at int64, ws []Width) {
 		n := len(p)
 		if next >= 0 && next-at < int64(n) {
 			n = int(next - at)
+		}
+		if k.keepAltAt >= 0 {
+			if at >= k.keepAltAt {
+				k.c.keepAltNow()
+			} else if k.keepAltAt-at < int64(n) {
+				n = int(k.keepAltAt - at)
+			}
 		}
 		k.c.write(p[:n])
 		p, at = p[n:], at+int64(n)
