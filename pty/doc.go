@@ -74,7 +74,14 @@
 //     screen whatever was printed). A read whose range leaves the alternate screen (vim's :q) returns the main
 //     screen's text around it only, as a terminal shows the main screen again; a re-read
 //     (End) that ends on the alternate screen before the newest output, whose screen is
-//     gone, ends with a one-line note instead. The read cursor moves over the whole
+//     gone, ends with a one-line note instead. A finished command's output that ends on
+//     the alternate screen (the program died without leaving it: vim killed, a crashed
+//     curses program, tput smcup; or the command ran after one did) is the main screen's
+//     text before it and then what the command printed on the alternate screen since it
+//     was last switched on, cleaned as the stream shows it: the screen of the moment the
+//     command ended is gone once the prompt is drawn over it, and its rows would hold
+//     what earlier programs drew, while what the command printed is its output. The
+//     read cursor moves over the whole
 //     stream as always; Raw returns the stream, and WaitFor also sees what is drawn on
 //     the alternate screen (vim's "-- INSERT --"), as the stream shows it. Without an
 //     emulator (Config.NoEmulator, or a terminal larger than MaxScreenCells) reads return

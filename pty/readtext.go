@@ -13,14 +13,16 @@ import (
 const readChunk = 64 << 10
 
 // outputText returns the output [from, to) as a read returns it: cleaned (unless raw),
-// cleaned at the terminal's width as it was when each part was drawn (wrapped rows joined), what a
-// full-screen program drew on the alternate screen left out and, if the range ends on
-// it, the screen's rows instead (see pty/doc.go), and capped at maxBytes, head and tail kept (clean.Cap). hint puts the offset to re-read an
-// omitted part from in the marker. It returns the text, how many bytes were left out, and
-// the offset the text starts at: from, or later when the program overwrote the start
-// while it was being cleaned (the ring is full and output flows faster than a read
-// cleans), in which case the read starts over at the oldest byte still held, as if it
-// had begun later.
+// at the terminal's width as it was when each part was drawn (wrapped rows joined), what
+// a full-screen program drew on the alternate screen left out and, if the range ends on
+// it, the screen's rows instead, or the note altNotKept when that screen is gone; but
+// when cmdEnd says the range is a finished command's output, what the command printed
+// there since the last switch on (see pty/doc.go). The text is capped at maxBytes, head
+// and tail kept (clean.Cap); hint puts the offset to re-read an omitted part from in the
+// marker. It returns the text, how many bytes were left out, and the offset the text
+// starts at: from, or later when the program overwrote the start while it was being
+// cleaned (the ring is full and output flows faster than a read cleans), in which case
+// the read starts over at the oldest byte still held, as if it had begun later.
 //
 // The caller holds s.mu; outputText releases it. The ring is read in place for raw
 // output and in bounded chunks for cleaned output, so a read never copies the whole

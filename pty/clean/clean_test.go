@@ -315,3 +315,54 @@ func TestCapped_AppendScreen(t *testing.T) {
 		t.Errorf("text with the screen: %q", got)
 	}
 }
+
+// A line many rows long is one line of the text, and a capped cleaning of it keeps the
+// head and the tail of that line as cleaning it whole would, without holding it whole.
+func TestCapped_longWrappedLine(t *testing.T) {
+	data := []byte(strings.Repeat("0123456789", 5000) + "\r\nnext " + strings.Repeat("é", 300) + "\n")
+	want, wantOmitted := Cap([]byte(TextWidth(data, 80)), 1000, nil)
+	if !strings.Contains(TextWidth(data, 80), strings.Repeat("0123456789", 5000)+"\n") {
+		t.Fatal("TextWidth broke the long line")
+	}
+	k := NewCapped(1000, 0)
+	for off := 0; off < len(data); off += 777 {
+		k.WriteAt(data[off:min(off+777, len(data))], int64(off), []Width{{0, 80}})
+	}
+	if got, omitted := k.Text(0, false); got != want || omitted != wantOmitted {
+		t.Errorf("capped: %q, %d; want %q, %d", got, omitted, want, wantOmitted)
+	}
+	if n := cap(k.c.out); n > 8<<10 {
+		t.Errorf("the capped cleaner's text grew to %d bytes for a 1000-byte cap", n)
+	}
+}
+
+// From the alternate screen's last switch on, KeepAltFrom makes what is drawn there text:
+// a command's output that ends on it.
+func TestCapped_KeepAltFrom(t *testing.T) {
+	data := []byte("MAIN0\r\n\x1b[?1049hALT1\x1b[?1049lMAIN1\r\npart\x1b[?1049h\x1b[HALT2 screen\r\nmore")
+	on := int64(strings.LastIndex(string(data), "\x1b[?1049h") + len("\x1b[?1049h"))
+	for cut := range len(data) {
+		k := NewCapped(1000, 0)
+		k.KeepAltFrom(on)
+		k.WriteAt(data[:cut], 0, nil)
+		k.WriteAt(data[cut:], int64(cut), nil)
+		if got, _ := k.Text(0, false); got != "MAIN0\nMAIN1\npart\nALT2 screen\nmore" {
+			t.Fatalf("cut at %d: %q", cut, got)
+		}
+	}
+}
+
+func TestBlank(t *testing.T) {
+	for in, want := range map[string]bool{
+		"":                              true,
+		"  \x1b[K\r":                    true,
+		"\x1b[?1049h":                   true,
+		"\x1b[?1049h\x1b[HALT2 screen":  false,
+		"x":                             false,
+		"\x1b[?1049h \x1b[?1049l\x1b[m": true,
+	} {
+		if got := Blank([]byte(in)); got != want {
+			t.Errorf("Blank(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
