@@ -183,13 +183,15 @@ func (c *cleaner) write(p []byte) {
 			for j < limit && p[j] >= 0x20 && p[j] < 0x7f {
 				j++
 			}
-			if len(c.line) == 0 && !c.alt && c.softAt < 0 {
+			if len(c.line) == 0 && !c.alt {
 				k := j
 				if k+1 < len(p) && p[k] == '\r' {
 					k++
 				}
-				if k < len(p) && p[k] == '\n' {
-					c.out = append(c.out, bytes.TrimRight(p[i:j], " ")...)
+				// The last row of a wrapped line goes straight in too, unless it shows
+				// nothing: then the spaces ending the rows before it go (trimSoft).
+				if row := bytes.TrimRight(p[i:j], " "); k < len(p) && p[k] == '\n' && (len(row) > 0 || c.softAt < 0) {
+					c.out = append(c.out, row...)
 					c.pos += int64(k - i)
 					c.endLine(c.pos + 1)
 					c.pos++

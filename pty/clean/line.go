@@ -92,15 +92,23 @@ func (c *cleaner) paddedAcross() {
 	if c.softAt < 0 || len(c.out) == 0 || c.out[len(c.out)-1] != ' ' || c.alt && !c.keepAlt {
 		return
 	}
-	for _, r := range c.line {
-		if r != ' ' && r != blank {
-			return
-		}
+	if shows(c.line) {
+		return
 	}
 	c.trimSoft()
 	n := len(c.line)
 	c.endLine(c.pos + 1)
 	c.line = c.line[:n] // the row's spaces stay, to be overwritten: endLine only emptied it
+}
+
+// shows reports whether cells show anything: not only blanks, spaces and tabs.
+func shows(line []rune) bool {
+	for _, r := range line {
+		if r != ' ' && r != blank && r != '\t' && r != tabFill {
+			return true
+		}
+	}
+	return false
 }
 
 // trimSoft drops the spaces at the end of the rows the current line wrapped off, for a line
@@ -148,7 +156,7 @@ func (c *cleaner) newline() {
 		c.line, c.col, c.wrapNext = c.line[:0], 0, false
 		return
 	}
-	if len(appendLine(nil, c.line)) == 0 {
+	if c.softAt >= 0 && !shows(c.line) {
 		c.trimSoft()
 	}
 	c.out = appendLine(c.out, c.line)
