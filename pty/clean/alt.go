@@ -21,7 +21,7 @@ func (c *cleaner) keepAltNow() {
 		return
 	}
 	c.keepAlt = true
-	if c.alt && len(c.main) > 0 {
+	if c.alt && (len(c.main) > 0 || c.softAt >= 0) {
 		c.out = appendLine(c.out, c.main)
 		c.endLine(c.pos)
 		c.main = c.main[:0]
@@ -51,7 +51,7 @@ func (k *Capped) AppendScreen(rows []string) {
 		rows = rows[:len(rows)-1]
 	}
 	c.setAlt(false)
-	if len(c.line) > 0 {
+	if len(c.line) > 0 || c.softAt >= 0 { // a line the rows of which wrapped is one too
 		c.out = appendLine(c.out, c.line)
 		c.endLine(c.pos)
 	}

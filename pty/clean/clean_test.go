@@ -86,6 +86,7 @@ var widthTests = []struct {
 	{"a full line and a line feed make one line", "0123456789\r\nx", "0123456789\nx"},
 	{"carriage return goes back on the wrapped row only", "0123456789ab\rX", "0123456789Xb"},
 	{"erasing the wrapped row leaves the rows before it", "0123456789ab\r\x1b[KX\n", "0123456789X\n"},
+	{"a vertical move ends a wrapped line whose last row was erased", "0123456789ab\r\x1b[K\x1b[Bxyz", "0123456789\nxyz"},
 	{"spaces at the margin are inside the line", "012345678 abc\n", "012345678 abc\n"},
 	{"spaces padded across the margin are trimmed at the line's end", "abc          \n", "abc\n"},
 	{"spaces padded across the margin and a return start a line", "abc           \rdef\n", "abc\ndef\n"},
@@ -364,5 +365,24 @@ func TestBlank(t *testing.T) {
 		if got := Blank([]byte(in)); got != want {
 			t.Errorf("Blank(%q) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// A main-screen line that wrapped before a full-screen program started ends where the
+// alternate screen's text begins, whichever stands for it, also when its last row was
+// erased.
+func TestCapped_wrappedLineBeforeTheAltScreen(t *testing.T) {
+	data := []byte("0123456789ab\r\x1b[K\x1b[?1049hdrawn")
+	k := NewCapped(1000, 0)
+	k.WriteAt(data, 0, []Width{{0, 10}})
+	k.AppendScreen([]string{"screen"})
+	if got, _ := k.Text(0, false); got != "0123456789\nscreen" {
+		t.Errorf("with the screen: %q", got)
+	}
+	k = NewCapped(1000, 0)
+	k.KeepAltFrom(int64(len(data) - len("drawn")))
+	k.WriteAt(data, 0, []Width{{0, 10}})
+	if got, _ := k.Text(0, false); got != "0123456789\ndrawn" {
+		t.Errorf("keeping the alternate screen's text: %q", got)
 	}
 }

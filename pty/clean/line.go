@@ -392,14 +392,14 @@ func (c *cleaner) csi(final byte) {
 			c.line[i] = blank
 		}
 	case 'A', 'B', 'E', 'F', 'd': // vertical moves: a different screen line
-		if len(c.line) > 0 {
+		if len(c.line) > 0 || c.softAt >= 0 { // a line whose rows wrapped ends too
 			c.newline()
 		}
 		if final == 'E' || final == 'F' {
 			c.col = 0
 		}
 	case 'H', 'f': // absolute position
-		if len(c.line) > 0 {
+		if len(c.line) > 0 || c.softAt >= 0 { // a line whose rows wrapped ends too
 			c.newline()
 		}
 		c.setCol(c.csiParam(1, 1) - 1)
