@@ -84,7 +84,7 @@ func (s *session) foreground() (foregroundRead, bool) {
 		return foregroundRead{}, false
 	}
 	var pgrp int
-	var tio *unix.Termios
+	var tio, tio2 *unix.Termios
 	var perr, terr error
 	if err := rc.Control(func(fd uintptr) {
 		pgrp, perr = unix.IoctlGetInt(int(fd), unix.TIOCGPGRP)
@@ -100,10 +100,22 @@ func (s *session) foreground() (foregroundRead, bool) {
 	}
 	// Asked after the reader was seen blocked, so that whatever it wrote before it
 	// blocked has left the terminal by now (syncReader then finds it in the ring).
-	unread, uerr := -1, error(nil)
-	if err := rc.Control(func(fd uintptr) { unread, uerr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); err != nil || uerr != nil || unread > 0 {
+	var pending bool
+	var uerr error
+	if err := rc.Control(func(fd uintptr) {
+		pending, uerr = unread(int(fd))
+		if uerr == nil {
+			tio2, terr = unix.IoctlGetTermios(int(fd), unix.TCGETS)
+		}
+	}); err != nil || uerr != nil || pending {
 		// Output the program wrote before it blocked is still on its way to the reader:
 		// what it asks is not on record yet.
+		return foregroundRead{}, false
+	}
+	if terr != nil || inputKindOf(tio2) != inputKindOf(tio) {
+		// The modes changed while the reader was looked at (python switches to raw
+		// keys just before its prompt): the kind read first may not be what it waits
+		// with, and the program was moving. Look again later.
 		return foregroundRead{}, false
 	}
 	if pendingInput(s.pts) {
@@ -184,7 +196,11 @@ func (t terminal) through(procs *processTable, relay int, outer InputKind, depth
 	if pending {
 		return foregroundRead{}, false // keys passed on and not yet read: it is about to wake
 	}
-	return t.waiting(procs, tpgid, 0, kind, depth)
+	fg, waits := t.waiting(procs, tpgid, 0, kind, depth)
+	if again, _, known := t.modes(); waits && ok && known && again != kind {
+		return foregroundRead{}, false // the modes changed across the look: see foreground
+	}
+	return fg, waits
 }
 
 // modes reads t's modes and whether its input queue holds anything, from the slave side
@@ -199,8 +215,28 @@ func (t terminal) modes() (kind InputKind, pending, ok bool) {
 	if err != nil {
 		return "", false, false
 	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCINQ)
-	return inputKindOf(tio), err == nil && n > 0, true
+	pending, err = unread(fd)
+	return inputKindOf(tio), err == nil && pending, true
+}
+
+// unread reports whether terminal descriptor fd has anything to read, counting what the
+// other side wrote that is still on its way through the kernel. TIOCINQ counts only what
+// the line discipline has taken: a write stays a while in the terminal's flip buffer
+// until a kernel worker moves it on, and on a loaded machine TIOCINQ says 0 for a write
+// the program made well before it blocked. poll runs that work first (n_tty_poll) and
+// counts it. In line mode, as TIOCINQ, it counts only whole lines.
+func unread(fd int) (bool, error) {
+	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(p, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		return p[0].Revents&unix.POLLIN != 0, nil
+	}
 }
 
 // relayInner returns the terminal process pid relays to: the slave of a pty master it
@@ -307,8 +343,8 @@ func pendingInput(pts string) bool {
 		return false
 	}
 	defer unix.Close(fd)
-	n, err := unix.IoctlGetInt(fd, unix.TIOCINQ)
-	return err == nil && n > 0
+	pending, err := unread(fd)
+	return err == nil && pending
 }
 
 // waitSet is what a process is blocked waiting for: the terminal (tty), and, in a
@@ -608,7 +644,16 @@ func (s *session) masterUnread() int {
 		return -1
 	}
 	n, ierr := -1, error(nil)
-	if err := rc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); err != nil || ierr != nil {
+	if err := rc.Control(func(fd uintptr) {
+		// unread first: it moves what is still in the flip buffer to where TIOCINQ counts.
+		var pending bool
+		if pending, ierr = unread(int(fd)); ierr == nil && pending {
+			n, ierr = unix.IoctlGetInt(int(fd), unix.TIOCINQ)
+			n = max(n, 1)
+		} else if ierr == nil {
+			n = 0
+		}
+	}); err != nil || ierr != nil {
 		return -1
 	}
 	return n
