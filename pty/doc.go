@@ -90,8 +90,14 @@
 //     session, those whose parent is one of them, and the orphans this process adopted
 //     as a child subreaper that carry the session's mark, MCP_HARNESS_SESSION=<id>.<nonce>,
 //     in their environment (escapees_linux.go; the server is the subreaper, see
-//     internal/reaper). Without the subreaper an orphan that left with setsid goes to
-//     init and is not found; nor is a process that cleared its environment after it left.
+//     internal/reaper). An orphan whose environment was reset (sudo's env_reset, env -i)
+//     is the session's when its standard input, output or error is the session's
+//     terminal, or when a check (waitPort, ports, Close, the end of every IO call) saw it
+//     as the session's before its parent died: each process seen is remembered by pid
+//     and start time. Still missed: one that left, lost its parent and its mark between
+//     two checks and holds no descriptor of the session's terminal (sudo setsid -f sleep
+//     under sudo's use_pty, whose descriptors are sudo's own inner terminal); and without
+//     the subreaper an orphan goes to init and only what was seen before is found.
 //   - Close always ends with SIGKILL to the group and to all of the session's processes,
 //     also for a program that has exited, since it may have left a background job
 //     running, and returns once they are gone (up to 5s for one that cannot die). Once
@@ -118,11 +124,16 @@
 //   - "input" needs the kernel (Linux): a process of the foreground group blocked in
 //     read, select, poll or epoll on the terminal, the output quiet for 50ms (100ms after
 //     input was written, which the program may not have taken yet) and nothing left for
-//     the reader. The shell itself reading is "prompt" at a marked prompt, and nothing
-//     before its first marks: its prompt and a question look the same. Before the answer counts,
-//     the reader is made to catch up (a read deadline in the past cuts its Read short;
-//     it answers between reads), so output and marks the program wrote before it blocked
-//     are in the buffer and the shell state: no time hold.
+//     the reader, counted by poll, not TIOCINQ: a write waits in the kernel's flip
+//     buffer for a worker that a loaded machine runs late, and TIOCINQ does not count it
+//     (python -i looked "waiting for a line" with no prompt yet). The terminal's modes
+//     must be the same before and after the reader is looked at (python sets raw keys
+//     just before its prompt), or the check is made again. The shell itself reading is
+//     "prompt" at a marked prompt, and nothing before its first marks: its prompt and a
+//     question look the same. Before the answer counts, the reader is made to catch up
+//     (a read deadline in the past cuts its Read short; it answers between reads), so
+//     output and marks the program wrote before it blocked are in the buffer and the
+//     shell state: no time hold.
 //   - "input" looks through relays (sudo with use_pty, script, su: a reader that holds a
 //     pty master) to the inner terminal's foreground group, judged the same way with the
 //     inner terminal's modes, and sees a process that opened the terminal by name from

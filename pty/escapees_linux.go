@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -21,11 +22,25 @@ import (
 //   - or its parent is this process and its environment carries the session's mark
 //     (markVar): an orphan that left with setsid and whose parent then exited, which the
 //     server adopted as a child subreaper (internal/reaper). Without the subreaper such
-//     an orphan goes to init and is not found.
+//     an orphan goes to init and is not found;
+//   - or it was found to be the session's before (seenMembers, by pid and start time),
+//     by any of these rules, at a check: what waitPort, ports, Close and every IO call's
+//     return make. This finds an orphan whose environment was reset (sudo's env_reset,
+//     env -i) if it was seen while its parent still ran;
+//   - or its parent is this process, it carries no mark, and its standard input, output
+//     or error is the session's terminal: an orphan whose environment was reset that
+//     kept the terminal (env -i setsid -f). A process that holds a pty slave open keeps
+//     its number from being given to another terminal, so the path names ours.
 //
-// The environment is read only of this process's own children other than the sessions'
-// programs (task commands and adopted orphans), and once per process (markCache), so a
-// check costs one read of every /proc/<pid>/stat, as counting by session id alone did.
+// What is still missed: an orphan whose environment was reset, that left and lost its
+// parent between two checks and holds no descriptor of the session's terminal, such as
+// sudo setsid -f sleep under sudo's use_pty (its descriptors are sudo's own inner
+// terminal, gone with sudo).
+//
+// The environment and descriptors are read only of this process's own children other
+// than the sessions' programs (task commands and adopted orphans), and the environment
+// once per process (markCache), so a check costs one read of every /proc/<pid>/stat, as
+// counting by session id alone did.
 
 // sessionRef names a session to sessionTree: its program's pid, its mark, and whether its
 // session id still stands for it (not once the program was reaped and its pid may have
@@ -34,7 +49,11 @@ type sessionRef struct {
 	leader int
 	mark   string
 	bySid  bool
+	pts    string // its terminal's slave, "" where not known
 }
+
+// noteSession runs a check of the session's processes for what it remembers (seenMembers).
+func noteSession(r sessionRef) { sessionTree([]sessionRef{r}) }
 
 // procEntry is what sessionTree reads of a process in /proc/<pid>/stat.
 type procEntry struct {
@@ -68,14 +87,18 @@ func sessionTree(refs []sessionRef) [][]procKey {
 		}
 	})
 	markCache.prune(procs)
+	seenMembers.prune(procs)
 	self := os.Getpid()
-	bySid, byMark := map[int]int{}, map[string]int{}
+	bySid, byMark, byPts := map[int]int{}, map[string]int{}, map[string]int{}
 	for i, r := range refs {
 		if r.bySid {
 			bySid[r.leader] = i
 		}
 		if r.mark != "" {
 			byMark[r.mark] = i
+		}
+		if r.pts != "" {
+			byPts[r.pts] = i
 		}
 	}
 	owner := map[int]int{} // pid -> index in refs, -1 for none
@@ -96,8 +119,15 @@ func sessionTree(refs []sessionRef) [][]procKey {
 				r = i
 				break
 			}
+			if i, ok := byMark[seenMembers.lookup(procKey{p, e.start})]; ok {
+				r = i
+				break
+			}
 			if e.ppid == self {
-				if i, ok := byMark[markCache.get(p, e.start)]; ok {
+				mark := markCache.get(p, e.start)
+				if i, ok := byMark[mark]; ok {
+					r = i
+				} else if i, ok := byPts[stdTerminal(p)]; ok && mark == "" {
 					r = i
 				}
 				break
@@ -119,10 +149,30 @@ func sessionTree(refs []sessionRef) [][]procKey {
 		}
 		if i := resolve(pid); i >= 0 {
 			out[i] = append(out[i], procKey{pid, e.start})
+			if refs[i].mark != "" {
+				seenMembers.put(procKey{pid, e.start}, refs[i].mark)
+			}
 		}
 	}
 	return out
 }
+
+// stdTerminal returns the pty slave process pid has as its standard input, output or
+// error, or "".
+func stdTerminal(pid int) string {
+	for fd := range 3 {
+		link, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(fd))
+		if err == nil && strings.HasPrefix(link, "/dev/pts/") {
+			return link
+		}
+	}
+	return ""
+}
+
+// seenMembers remembers, by pid and start time, each process a check found to be a
+// session's, with that session's mark: once its parent is gone and its environment
+// carries no mark, nothing else tells whose it was.
+var seenMembers = markTable{m: map[procKey]string{}}
 
 // markCache holds the mark (or "") each child of this process carries, by pid and start
 // time: an environment is what the process was started with and is read once. An empty
@@ -139,6 +189,19 @@ type procKey struct {
 type markTable struct {
 	mu sync.Mutex
 	m  map[procKey]string
+}
+
+// lookup returns what is remembered for one process, without reading anything.
+func (c *markTable) lookup(k procKey) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k]
+}
+
+func (c *markTable) put(k procKey, mark string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[k] = mark
 }
 
 func (c *markTable) get(pid int, start uint64) string {

@@ -5,12 +5,14 @@ package pty
 import (
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
@@ -112,5 +114,60 @@ func TestManager_WaitPort_setsidServer(t *testing.T) {
 	}
 	if state, _, ok := procStat(pid); ok {
 		t.Errorf("after Close, the setsid'd server %d is still there (state %c)", pid, state)
+	}
+}
+
+// Close ends an orphan whose environment was reset, so that it carries no mark: one that
+// kept the session's terminal (env -i setsid -f), and one that holds no descriptor of it
+// but was seen as the session's before its parent died (env -i, and sudo, whose
+// env_reset drops the mark and whose use_pty gives the command a terminal of its own).
+func TestManager_Close_endsEscapeesWithoutMark(t *testing.T) {
+	for _, tt := range []struct {
+		name, line string
+		sudo       bool
+		killParent bool // the escapee is seen while its parent waits; then the parent dies
+	}{
+		{"env -i, terminal kept", "env -i setsid -f sh -c 'echo ESC_PID=$$; exec sleep 3173'", false, false},
+		{"env -i, seen, then orphaned", "env -i setsid -w sh -c 'echo ESC_PID=$$; exec sleep 3174 </dev/null >/dev/null 2>&1' &", false, true},
+		{"sudo, seen, then orphaned", "sudo setsid -w sh -c 'echo ESC_PID=$$; exec sleep 3172 </dev/null >/dev/null 2>&1' &", true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Cleanup(func() { goleak.VerifyNone(t) })
+			needSetsid(t)
+			if tt.sudo {
+				if err := exec.Command("sudo", "-n", "true").Run(); err != nil {
+					t.Skipf("sudo without a password: %v", err)
+				}
+			}
+			subreaper(t)
+			m := newManager(t, Config{})
+			res := mustOpen(t, m, bash(t), ReadOptions{WaitFor: prompt})
+			pid := escapee(t, m, res, tt.line)
+			t.Cleanup(func() { // should it survive
+				if syscall.Kill(pid, syscall.SIGKILL) == syscall.EPERM {
+					_ = exec.Command("sudo", "-n", "kill", "-KILL", strconv.Itoa(pid)).Run()
+				}
+			})
+			if tt.killParent {
+				_, parent, ok := procStat(pid)
+				if !ok {
+					t.Fatalf("escapee %d is gone before Close", pid)
+				}
+				mustIO(t, m, res.SessionID, "", ReadOptions{Timeout: 10 * time.Millisecond}) // any call looks at the session
+				if err := syscall.Kill(parent, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				eventually(t, "the escapee to be adopted by the subreaper", func() bool {
+					_, ppid, ok := procStat(pid)
+					return ok && ppid == os.Getpid()
+				})
+			}
+			if _, err := m.Close(t.Context(), res.SessionID, syscall.SIGHUP, DefaultGrace); err != nil {
+				t.Fatal(err)
+			}
+			if state, ppid, ok := procStat(pid); ok {
+				t.Errorf("after Close, the escapee %d is still there: state %c, parent %d", pid, state, ppid)
+			}
+		})
 	}
 }

@@ -277,6 +277,7 @@ func (m *Manager) IO(ctx context.Context, id string, in Input, r ReadOptions) (R
 	if err == nil {
 		s.addScreen(&res, r.Screen)
 	}
+	s.noteMembers()
 	return res, err
 }
 

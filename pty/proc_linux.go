@@ -39,15 +39,16 @@ func statSession(stat []byte) (int, bool) {
 
 // signalSession sends sig to the process group leader and to every process of its
 // session (sessionTree: also those that called setsid), and returns the processes other than
-// leader that took it. With bySid false the group and the session id are left alone:
+// leader that took it. With r.bySid false the group and the session id are left alone:
 // they may be a stranger's by now (see session.kill). Errors are ignored: the usual one
 // is ESRCH, nothing left to signal.
-func signalSession(leader int, mark string, bySid bool, sig syscall.Signal) []procKey {
+func signalSession(r sessionRef, sig syscall.Signal) []procKey {
+	leader, bySid := r.leader, r.bySid
 	if bySid {
 		_ = syscall.Kill(-leader, sig)
 	}
 	var hit []procKey
-	for _, p := range sessionTree([]sessionRef{{leader: leader, mark: mark, bySid: bySid}})[0] {
+	for _, p := range sessionTree([]sessionRef{r})[0] {
 		if syscall.Kill(p.pid, sig) == nil && p.pid != leader {
 			hit = append(hit, p)
 		}

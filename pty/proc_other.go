@@ -12,7 +12,8 @@ func sessionMembers(sid int) []int { return nil }
 // signalSession sends sig to the process group leader (with bySid false, not even
 // that: the group may be a stranger's by now). It returns no pids: nothing outside the
 // group is signalled here.
-func signalSession(leader int, mark string, bySid bool, sig syscall.Signal) []procKey {
+func signalSession(r sessionRef, sig syscall.Signal) []procKey {
+	leader, bySid := r.leader, r.bySid
 	if bySid {
 		_ = syscall.Kill(-leader, sig)
 	}

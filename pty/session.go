@@ -406,6 +406,16 @@ func (s *session) hasExited() bool {
 // acts on it now rather than after the grace. It returns the processes other than the
 // program that took sig.
 func (s *session) kill(sig syscall.Signal) []procKey {
+	ref := s.ref()
+	hit := signalSession(ref, sig)
+	if sig != syscall.SIGKILL && sig != syscall.SIGCONT && sig != syscall.SIGSTOP {
+		signalSession(ref, syscall.SIGCONT)
+	}
+	return hit
+}
+
+// ref names the session to the process checks (sessionTree).
+func (s *session) ref() sessionRef {
 	s.mu.Lock()
 	reaped := s.reaped
 	s.mu.Unlock()
@@ -415,11 +425,15 @@ func (s *session) kill(sig syscall.Signal) []procKey {
 	// is left in the group or the session, and the signal must not go to a stranger's.
 	// What the mark finds is still ours.
 	bySid := !reaped || syscall.Kill(s.pid, 0) == syscall.ESRCH
-	hit := signalSession(s.pid, s.mark, bySid, sig)
-	if sig != syscall.SIGKILL && sig != syscall.SIGCONT && sig != syscall.SIGSTOP {
-		signalSession(s.pid, s.mark, bySid, syscall.SIGCONT)
+	return sessionRef{leader: s.pid, mark: s.mark, bySid: bySid, pts: s.pts}
+}
+
+// noteMembers looks at the session's processes, so that one that leaves later with its
+// environment reset is still known as the session's (see escapees_linux.go).
+func (s *session) noteMembers() {
+	if !s.isClosed() {
+		noteSession(s.ref())
 	}
-	return hit
 }
 
 func (s *session) resize(cols, rows int) error {
