@@ -154,6 +154,12 @@ func TestManager_Close_endsEscapeesWithoutMark(t *testing.T) {
 					t.Fatalf("escapee %d is gone before Close", pid)
 				}
 				mustIO(t, m, res.SessionID, "", ReadOptions{Timeout: 10 * time.Millisecond}) // any call looks at the session
+				s, err := m.get("test", res.SessionID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The call's look runs after its answer (noteMembersLater): wait for it to end.
+				eventually(t, "the call's look at the session's processes", func() bool { return !s.noting.Load() })
 				if err := syscall.Kill(parent, syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}

@@ -277,8 +277,32 @@ func (m *Manager) IO(ctx context.Context, id string, in Input, r ReadOptions) (R
 	if err == nil {
 		s.addScreen(&res, r.Screen)
 	}
-	s.noteMembers()
+	m.noteMembersLater(s)
 	return res, err
+}
+
+// noteMembersLater scans the session's processes (noteMembers) on a goroutine of its own,
+// after the call has its answer: the scan reads every process's /proc entry, which would
+// otherwise add a millisecond or more to each interactive round trip. One scan at a time
+// per session; a call that ends while one is under way is covered by it. The goroutine is
+// the Manager's (m.wg), so Shutdown waits for it.
+func (m *Manager) noteMembersLater(s *session) {
+	if !s.noting.CompareAndSwap(false, true) {
+		return
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		s.noting.Store(false)
+		return
+	}
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go func() {
+		defer m.wg.Done()
+		defer s.noting.Store(false)
+		s.noteMembers()
+	}()
 }
 
 // Resize sets the terminal size; the kernel sends SIGWINCH to the foreground program.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -25,7 +26,8 @@ import (
 // start; the ones below are guarded by mu.
 type session struct {
 	id, name, command, dir string
-	mark                   string // markVar's value in its processes' environment
+	mark                   string      // markVar's value in its processes' environment
+	noting                 atomic.Bool // a noteMembers scan is under way (Manager.noteMembersLater)
 	seq                    int
 	pid                    int // also the process group and session id: the program runs under setsid
 	startedAt              time.Time
