@@ -11,6 +11,13 @@
 if [[ -n "${__mh_installed-}" ]]; then
 	return 0
 fi
+# An rc file may leave xtrace on (whose trace would print the nonce and the marks as
+# text) or allexport (which would export what holds the nonce): both are off while this
+# file runs, and in our hooks, and put back after.
+__mh_set=
+[[ $- != *a* ]] || __mh_set+=a
+[[ $- != *x* ]] || __mh_set+=x
+set +ax
 if [[ -n ${MCP_HARNESS_NONCE+x} ]]; then
 	__mh_nonce=$MCP_HARNESS_NONCE
 	unset MCP_HARNESS_NONCE
@@ -22,6 +29,8 @@ fi
 if ((BASH_VERSINFO[0] < 4 || BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 4)) ||
 	[[ -z ${__mh_nonce-} || ${PROMPT_COMMAND@a} == *r* ]]; then
 	unset __mh_nonce
+	[[ -z $__mh_set ]] || set "-$__mh_set"
+	unset __mh_set
 	return 0
 fi
 export -n __mh_nonce # set -a in an rc file would export it
@@ -39,7 +48,12 @@ if [[ -n ${PROMPT_COMMAND+x} && ${PROMPT_COMMAND@a} != *a* ]]; then
 	export -n PROMPT_COMMAND
 fi
 
+# Every hook starts with local - and set +ax (see above); local - restores the options
+# when it returns. Bash still traces the line that calls a hook (++ __mh_precmd), which
+# holds neither a mark nor the nonce.
 __mh_cwd() {
+	local -
+	set +ax
 	# Percent-encode what would end or break the escape sequence, and % itself.
 	local p=${PWD//%/%25}
 	p=${p//$'\a'/%07}
@@ -52,7 +66,8 @@ __mh_cwd() {
 # run before it (another hook, even a local without a value) would replace the status.
 # It returns the status again, so hooks after it (a prompt that shows it) still see it.
 __mh_precmd() {
-	local __mh_status=$?
+	local - __mh_status=$?
+	set +ax
 	builtin printf '\e]133;D;mh=%s;%s\a' "$__mh_nonce" "$__mh_status"
 	__mh_cwd
 	builtin printf '\e]133;A;mh=%s\a' "$__mh_nonce"
@@ -68,7 +83,8 @@ __mh_precmd() {
 # continuation line is told from a prompt. The prompt variables hold the nonce, so they
 # are not exported.
 __mh_end() {
-	local __mh_status=$? __mh_ps
+	local - __mh_status=$? __mh_ps
+	set +ax
 	__mh_arm
 	# Variables that may be unset are read with a default: an rc may set -u.
 	__mh_ps=${PS0-}
@@ -92,14 +108,21 @@ __mh_end() {
 # A PROMPT_COMMAND made readonly meanwhile cannot be mended (the server then sees prompts
 # without marks).
 __mh_arm() {
+	local -
+	set +ax
 	if [[ ${PROMPT_COMMAND@a} == *r* ]]; then
 		return 0
 	fi
 	if [[ -n ${PROMPT_COMMAND+x} && ${PROMPT_COMMAND@a} == *a* ]]; then
 		if [[ ${PROMPT_COMMAND[0]} != __mh_precmd || ${PROMPT_COMMAND[-1]} != __mh_end ]]; then
-			local __mh_pc=() __mh_c
-			for __mh_c in "${PROMPT_COMMAND[@]}"; do
-				[[ $__mh_c == __mh_precmd || $__mh_c == __mh_end ]] || __mh_pc+=("$__mh_c")
+			# An element may be the string form (bash-preexec's PROMPT_COMMAND=(
+			# "${PROMPT_COMMAND[@]}" ...) makes one): our hooks come out of it too.
+			local __mh_pc=() __mh_e
+			for __mh_e in "${PROMPT_COMMAND[@]}"; do
+				[[ $__mh_e != __mh_precmd && $__mh_e != __mh_end ]] || continue
+				__mh_e=${__mh_e//$'__mh_precmd\n'/}
+				__mh_e=${__mh_e//$'\n__mh_end'/}
+				[[ -z $__mh_e ]] || __mh_pc+=("$__mh_e")
 			done
 			PROMPT_COMMAND=(__mh_precmd "${__mh_pc[@]}" __mh_end)
 		fi
@@ -118,7 +141,13 @@ __mh_end
 if [[ -n "${__mh_load-}" ]]; then
 	# Loaded from PROMPT_COMMAND at the first prompt, after the rest of it ran: this
 	# prompt's marks are due now.
+	# The command that started this shell (an exec that handed the integration on)
+	# succeeded: its end is this prompt's, with status 0, as at zsh's and dash's first
+	# prompt.
 	unset __mh_load
+	builtin printf '\e]133;D;mh=%s;0\a' "$__mh_nonce"
 	__mh_cwd
 	builtin printf '\e]133;A;mh=%s\a' "$__mh_nonce"
 fi
+[[ -z $__mh_set ]] || set "-$__mh_set"
+unset __mh_set

@@ -6,14 +6,29 @@
 # prompt). Every mark carries the session's nonce (mh=...), read by our .zshenv into a
 # variable that is not exported: a mark a command prints is its output, not a prompt or
 # an exit status. A zsh the server did not start (no nonce) goes without marks.
+#
+# An rc file may leave xtrace on (whose trace would print the nonce and the marks as
+# text) or allexport (which would export what holds the nonce): this file runs in an
+# anonymous function with both off, and so does every hook.
+() {
+setopt localoptions noxtrace noallexport
 [[ -n $__mh_nonce ]] || return 0
 typeset -g +x __mh_nonce
 typeset -g __mh_b=$'%{\e]133;B;mh='$__mh_nonce$'\a%}'
+# The first prompt ends the command that started this shell (an exec that handed the
+# integration on), which succeeded: it says 0, not the status of the last line of the
+# startup files.
+typeset -g __mh_fresh=1
 
 # __mh_precmd runs first among the precmd hooks; $? is read on its first line.
 __mh_precmd() {
-	local __mh_status=$?
-	builtin printf '\e]133;D;mh=%s;%s\a' $__mh_nonce $__mh_status
+	local __mh_status=$? __mh_code=$?
+	setopt localoptions noxtrace noallexport
+	if (( ${+__mh_fresh} )); then
+		__mh_code=0
+		unset __mh_fresh
+	fi
+	builtin printf '\e]133;D;mh=%s;%s\a' $__mh_nonce $__mh_code
 	__mh_handback
 	local p=${PWD//\%/%25}
 	p=${p//$'\a'/%07}
@@ -32,6 +47,7 @@ __mh_precmd() {
 # environment).
 __mh_prompt_end() {
 	local __mh_status=$?
+	setopt localoptions noxtrace noallexport
 	if [[ $PS1 != *"$__mh_b" ]]; then
 		PS1=${PS1//"$__mh_b"/}$__mh_b
 	fi
@@ -46,6 +62,7 @@ __mh_prompt_end() {
 # carries the command line as typed ($1), with what would end the sequence, and %,
 # percent-encoded (kitty's cmdline_url).
 __mh_preexec() {
+	setopt localoptions noxtrace noallexport
 	local c=${1//\%/%25}
 	c=${c//$'\a'/%07}
 	c=${c//$'\e'/%1B}
@@ -64,6 +81,7 @@ __mh_preexec() {
 # prompt), sh, dash and ash without login ($ENV). If the exec fails, __mh_handback takes
 # them back at the next prompt.
 __mh_handoff() {
+	setopt localoptions noxtrace noallexport
 	local -a w=(${(z)1})
 	[[ $w[1] == exec && $#w -ge 2 ]] || return 0
 	local sh=${w[2]:t} a norc= dir=${__mh_zdotdir:h}
@@ -98,6 +116,7 @@ __mh_handoff() {
 
 # __mh_hand exports name=value for the command about to run, noting what to put back.
 __mh_hand() {
+	setopt localoptions noxtrace noallexport
 	if (( ${+parameters[$1]} )); then
 		__mh_handed+=("$1" 1 "${(P)1}" "$parameters[$1]")
 	else
@@ -109,6 +128,7 @@ __mh_hand() {
 # __mh_handback puts back what __mh_handoff changed, once the command has returned (the
 # exec failed).
 __mh_handback() {
+	setopt localoptions noxtrace noallexport
 	(( ${#__mh_handed} )) || return 0
 	local i
 	for ((i = 1; i < ${#__mh_handed}; i += 4)); do
@@ -123,3 +143,4 @@ __mh_handback() {
 
 precmd_functions=(__mh_precmd ${precmd_functions:#(__mh_precmd|__mh_prompt_end)} __mh_prompt_end)
 preexec_functions=(${preexec_functions:#__mh_preexec} __mh_preexec)
+}
