@@ -158,6 +158,11 @@
 //     running is finished there without an exit code, and a run is refused with
 //     ErrNoIntegration and the reason, not ErrBusy. How such a prompt is told from a
 //     question is in health.go.
+//   - An exec that hands the integration on to a new shell (zsh's preexec sees exec zsh,
+//     exec bash --norc, exec dash -i) ends, at the new shell's first prompt, with exit
+//     code 0: the exec succeeded. Each script makes its first prompt say so (zsh and a
+//     bash that loads from PROMPT_COMMAND report 0 there, not the status of the last
+//     line of the startup files; dash's $? there is that of our ENV file's last line, 0).
 //   - Commands are numbered from 1 per session; History (Get) keeps the last 100
 //     finished ones. For sh/dash, which mark no command start, only the first line typed
 //     at a prompt is recorded, its output starting after the terminal's echo of what was

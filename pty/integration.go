@@ -33,7 +33,13 @@ import (
 // sets out to read the shell's own state: its variables (a command line the shell itself
 // expands, such as echo $__mh_nonce or set), its memory, or /proc/<shell>/environ, which
 // keeps the environment the shell was started with. That is deliberate spoofing, and the
-// agent's own commands have no reason to do it. A bash that loads the hooks from
+// agent's own commands have no reason to do it. An rc file that leaves allexport on
+// (set -a, setopt allexport) or xtrace (set -x, setopt xtrace) changes none of this: the
+// scripts run with both off and put them back after, and every hook turns them off for
+// itself (bash's local -, zsh's localoptions), so nothing that holds the nonce is
+// exported and no trace line shows a mark. Bash still traces the line of PROMPT_COMMAND
+// that calls a hook (++ __mh_precmd), which holds neither. sh and dash have no hooks:
+// their prompts are assigned once, with allexport off, and never again. A bash that loads the hooks from
 // PROMPT_COMMAND (below) holds the variable until its first prompt, so what a login
 // shell's profile starts inherits it.
 //
