@@ -27,7 +27,9 @@ import (
 type session struct {
 	id, name, command, dir string
 	mark                   string      // markVar's value in its processes' environment
-	noting                 atomic.Bool // a noteMembers scan is under way (Manager.noteMembersLater)
+	noting                 atomic.Bool // a noteMembersLater goroutine runs
+	noteAgain              atomic.Bool // a call ended since that goroutine's last scan began
+	notedAt                time.Time   // when its last scan ended; only that goroutine uses it
 	seq                    int
 	pid                    int // also the process group and session id: the program runs under setsid
 	startedAt              time.Time
