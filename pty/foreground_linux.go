@@ -157,10 +157,14 @@ func (t terminal) waiting(procs *processTable, pgrp, sid int, kind InputKind, de
 		}
 	}
 	if reader == 0 {
-		if p := t.strayReader(procs, sid, raw); p != 0 {
-			return foregroundRead{pid: p, kind: kind}, true
+		// A reader outside the group is judged as one inside: a tmux server (a daemon
+		// started in the session, holding our terminal its client passed it) relays to
+		// its panes' terminals and is looked through; one that also waits on a socket
+		// is opaque.
+		if reader, w = t.strayReader(procs, sid, raw); reader == 0 {
+			return foregroundRead{}, false
 		}
-		return foregroundRead{}, false
+		t.byCtty = false // our terminal is not the stray reader's controlling one
 	}
 	if depth < maxRelayDepth {
 		if inner, ok := t.relayInner(reader, procs); ok {
@@ -297,11 +301,12 @@ func ttyIndex(fdinfo string) (int, bool) {
 }
 
 // strayReader returns a process that reads t without t being its controlling terminal
-// (it opened it by name: pinentry), or 0. Only processes started since the session's
+// (it opened it by name: pinentry; or was passed it: the tmux server), and what it
+// waits for, or 0. Only processes started since the session's
 // program (the one the terminal was made for, sid) and asleep in a call that can wait
 // for input are looked at closer: the daemons that were there before cannot know the
 // terminal, and reading each one's syscall would cost milliseconds a check.
-func (t terminal) strayReader(procs *processTable, sid int, raw bool) int {
+func (t terminal) strayReader(procs *processTable, sid int, raw bool) (int, waitSet) {
 	t.byCtty = false // their /dev/tty is another terminal, or none
 	var since uint64
 	for _, p := range procs.load() {
@@ -325,11 +330,11 @@ func (t terminal) strayReader(procs *processTable, sid int, raw bool) int {
 		if err != nil || waitSyscall(nr) == waitOther {
 			continue
 		}
-		if t.readingTTY(p.pid, raw).tty {
-			return p.pid
+		if w := t.readingTTY(p.pid, raw); w.tty {
+			return p.pid, w
 		}
 	}
-	return 0
+	return 0, waitSet{}
 }
 
 // pendingInput reports whether the terminal's input queue (what was typed and not yet
