@@ -137,9 +137,11 @@
 //   - "input" looks through relays (sudo with use_pty, script, su: a reader that holds a
 //     pty master) to the inner terminal's foreground group, judged the same way with the
 //     inner terminal's modes, and sees a process that opened the terminal by name from
-//     outside the foreground group (gpg-agent's pinentry). A relay whose far side is out
-//     of sight (waiting on the terminal and a socket: ssh, docker exec) asks only after
-//     1s of quiet output. After a call ended with "input", a read without input waits for
+//     outside the foreground group (gpg-agent's pinentry) or was passed it (the tmux
+//     server, looked through as a relay to the pane's terminal). A relay whose far side
+//     is out of sight (waiting on the terminal and a socket: ssh, docker exec) asks only
+//     after 1s of quiet output; a Unix socket pair whose both ends the program holds (an
+//     event loop's wake-up: asyncio's self-pipe) is no far side. After a call ended with "input", a read without input waits for
 //     new output instead of answering "input" again for the same quiet state.
 //     As an ordinary user, what a setuid relay (sudo) runs cannot be inspected: its own
 //     password prompt is seen (asleep with the terminal in password mode), a program

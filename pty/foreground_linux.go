@@ -33,13 +33,16 @@ import (
 // A relay whose inner side is out of sight (ssh to another machine, docker exec over
 // the daemon's socket, a tmux client) waits for our terminal and a socket or another
 // terminal's master at once: such a wait is reported opaque, and the caller gives it
-// longer quiet before it counts as a question (see relayQuiet).
+// longer quiet before it counts as a question (see relayQuiet). A Unix socket whose peer
+// the waiting process holds too is its own wake-up, not a far side (see ownSocketPair).
 //
 // Readers outside the foreground group. A program can open the terminal by name, from
 // another session: gpg-agent's pinentry-curses reads /dev/pts/N while gpg, the
 // foreground, waits on the agent's socket. When no process of the foreground group
 // reads, any process that has the terminal open without it being its controlling
-// terminal and is blocked reading it is the one that waits.
+// terminal and is blocked reading it is the one that waits, judged as a reader of the
+// group is: the tmux server (a daemon started in the session, holding the terminal its
+// client passed it, and a master for each pane) is a relay to the pane's terminal.
 
 // foregroundKnown is true where foreground can answer.
 const foregroundKnown = true
@@ -413,9 +416,99 @@ func (w *waitSet) add(t terminal, pid int, fd int64) {
 	case err != nil:
 	case t.names(link):
 		w.tty = true
-	case link == "/dev/ptmx" || strings.HasPrefix(link, "socket:"):
+	case link == "/dev/ptmx":
 		w.other = true
+	case strings.HasPrefix(link, "socket:"):
+		w.other = w.other || !ownSocketPair(pid, link)
 	}
+}
+
+// ownSocketPair reports whether socket link ("socket:[inode]", a descriptor of pid) is
+// one end of a Unix socket pair whose other end pid holds too: a wake-up of its own
+// (asyncio's self-pipe, glib's wakeup), no far side. The peer's inode comes from the
+// kernel's socket diagnostics (sock_diag over netlink, one exact lookup, what `ss -xp`
+// uses; no privileges needed), and is looked for among pid's descriptors. Unknown (not
+// a Unix socket, a kernel without unix_diag) counts as a far side.
+func ownSocketPair(pid int, link string) bool {
+	ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]"), 10, 32)
+	if err != nil {
+		return false
+	}
+	peer, ok := unixPeer(uint32(ino))
+	if !ok || peer == 0 {
+		return false
+	}
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	names, err := readDirNames(dir)
+	if err != nil {
+		return false
+	}
+	want := "socket:[" + strconv.FormatUint(uint64(peer), 10) + "]"
+	for _, n := range names {
+		if l, err := os.Readlink(dir + n); err == nil && l == want {
+			return true
+		}
+	}
+	return false
+}
+
+// Unix socket diagnostics (linux/unix_diag.h), which golang.org/x/sys does not define.
+const (
+	udiagShowPeer = 0x4 // UDIAG_SHOW_PEER
+	unixDiagPeer  = 2   // UNIX_DIAG_PEER
+)
+
+// unixPeer asks the kernel for the inode of the peer of the Unix socket with inode ino.
+func unixPeer(ino uint32) (uint32, bool) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(fd)
+	// struct nlmsghdr, then struct unix_diag_req { u8 family, protocol; u16 pad;
+	// u32 states, ino, show; u32 cookie[2] }; no cookie (all ones) for a lookup by inode.
+	req := make([]byte, unix.NLMSG_HDRLEN+24)
+	ne := binary.NativeEndian
+	ne.PutUint32(req[0:], uint32(len(req)))
+	ne.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
+	ne.PutUint16(req[6:], unix.NLM_F_REQUEST)
+	ne.PutUint32(req[8:], 1) // sequence
+	b := req[unix.NLMSG_HDRLEN:]
+	b[0] = unix.AF_UNIX
+	ne.PutUint32(b[4:], ^uint32(0))
+	ne.PutUint32(b[8:], ino)
+	ne.PutUint32(b[12:], udiagShowPeer)
+	ne.PutUint32(b[16:], ^uint32(0))
+	ne.PutUint32(b[20:], ^uint32(0))
+	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return 0, false
+	}
+	buf := make([]byte, 4096)
+	n, _, err := unix.Recvfrom(fd, buf, 0)
+	if err != nil || n < unix.NLMSG_HDRLEN {
+		return 0, false
+	}
+	// One answer: struct nlmsghdr (an error, or SOCK_DIAG_BY_FAMILY), then struct
+	// unix_diag_msg { u8 family, type, state, pad; u32 ino; u32 cookie[2] }, then
+	// attributes.
+	l := int(ne.Uint32(buf))
+	if ne.Uint16(buf[4:]) == unix.SOCK_DIAG_BY_FAMILY && l <= n && l >= unix.NLMSG_HDRLEN+16 {
+		data := buf[unix.NLMSG_HDRLEN:l]
+		if ne.Uint32(data[4:]) != ino {
+			return 0, false
+		}
+		for a := data[16:]; len(a) >= unix.SizeofRtAttr; {
+			al, typ := int(ne.Uint16(a)), ne.Uint16(a[2:])
+			if al < unix.SizeofRtAttr || al > len(a) {
+				break
+			}
+			if typ == unixDiagPeer && al >= unix.SizeofRtAttr+4 {
+				return ne.Uint32(a[unix.SizeofRtAttr:]), true
+			}
+			a = a[min(len(a), (al+unix.RTA_ALIGNTO-1)&^(unix.RTA_ALIGNTO-1)):]
+		}
+	}
+	return 0, false
 }
 
 // selectsTTY reads a select's read set (nfds, at address set in the process's memory).
