@@ -160,13 +160,15 @@ func (t terminal) waiting(procs *processTable, pgrp, sid int, kind InputKind, de
 		}
 	}
 	if reader == 0 {
-		// A reader outside the group is judged as one inside: a tmux server (a daemon
-		// started in the session, holding our terminal its client passed it) relays to
-		// its panes' terminals and is looked through; one that also waits on a socket
-		// is opaque.
+		// A reader outside the group is looked through as one inside is: a tmux server
+		// (a daemon started in the session, holding our terminal its client passed it)
+		// relays to its panes' terminals. Its sockets alone do not make it opaque: a
+		// program that opened our terminal by name asks the question itself (pinentry's
+		// socket is its line to gpg-agent, which waits for its answer).
 		if reader, w = t.strayReader(procs, sid, raw); reader == 0 {
 			return foregroundRead{}, false
 		}
+		w.other = false
 		t.byCtty = false // our terminal is not the stray reader's controlling one
 	}
 	if depth < maxRelayDepth {
