@@ -39,11 +39,13 @@ import (
 // From then on the session says integration: false, the command it believed running is
 // finished at that prompt with no exit code, and a run is refused (ErrNoIntegration)
 // with the reason, never left busy. The integration comes back at the next prompt that
-// is marked (a prompt start, A, with the session's nonce). A read builtin in raw mode
-// without echo that a command line calls directly at the prompt (bash's `read -e` or
-// `read -s -n 1`, zsh's `vared`) looks like a line editor and is taken for a lost prompt
-// until its command's marks come; in a script, another process reads, and nothing is
-// taken for a prompt.
+// is marked (a prompt start, A, with the session's nonce). Raw mode without echo alone
+// does not make a line editor: bash's readline turns ICRNL off (read -s -n 1 keeps it),
+// zsh's zle turns INLCR on (its one-key questions, RM_STAR, read -k, read -q, leave it
+// off), and zle before a command's C mark is zsh asking (correct, correctall), since
+// preexec has not run. Still taken for a lost prompt until their command's marks come:
+// what uses the line editor itself after the C mark (bash's `read -e`, zsh's `select`
+// and `vared`).
 
 // Reasons for a lost integration, as a run's refusal says them.
 const (
@@ -81,8 +83,12 @@ func (s *session) checkIntegration(ctx context.Context, now time.Time) (retry ti
 	st := &s.sh
 	quietSince := latest(s.lastOutput, s.lastWrite.Add(inputAfterWrite-inputQuiet))
 	suspect := st.marks && st.lost == "" && !st.waitsAtPrompt() && !s.status.exited && !now.Before(quietSince.Add(inputQuiet))
-	if c := st.cur; c != nil && !c.started && c.cont {
-		suspect = false // a continuation line: the shell asks for the rest of the command
+	started := false
+	if c := st.cur; c != nil {
+		started = c.started
+		if !c.started && c.cont {
+			suspect = false // a continuation line: the shell asks for the rest of the command
+		}
 	}
 	end := s.ring.End()
 	s.mu.Unlock()
@@ -91,7 +97,7 @@ func (s *session) checkIntegration(ctx context.Context, now time.Time) (retry ti
 	}
 	why, synced := "", false
 	if fg, ok := s.foreground(); ok && fg.pid == s.pid {
-		if why = s.promptWithoutMarks(); why != "" {
+		if why = s.promptWithoutMarks(started); why != "" {
 			synced = s.syncReader(ctx)
 		}
 	}

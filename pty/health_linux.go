@@ -12,8 +12,8 @@ import (
 
 // promptWithoutMarks reports why the session's shell, which reads its terminal, shows a
 // prompt without marks, or "" if it reads the way a command asks a question (see
-// health.go).
-func (s *session) promptWithoutMarks() string {
+// health.go). started says whether the command believed running has had its C mark.
+func (s *session) promptWithoutMarks(started bool) string {
 	dir := "/proc/" + strconv.Itoa(s.pid)
 	cmdline := cmdlineOf(s.pid)
 	if cmdline == "" {
@@ -27,35 +27,44 @@ func (s *session) promptWithoutMarks() string {
 	if cmdline != image {
 		return fmt.Sprintf("the shell was replaced by %s (exec), which reports no prompts", name)
 	}
-	lflag, ok := s.localModes()
+	tio, ok := s.termios()
 	if !ok {
 		return ""
 	}
+	raw := tio.Lflag&(unix.ICANON|unix.ECHO) == 0
 	switch kindOf(name) {
-	case kindBash, kindZsh:
-		if lflag&(unix.ICANON|unix.ECHO) == 0 {
+	case kindBash:
+		// readline turns CR-to-NL off; read -s -n keeps it on.
+		if raw && tio.Iflag&unix.ICRNL == 0 {
 			return lostByKernel // its line editor reads a command line
 		}
+	case kindZsh:
+		// zle turns NL-to-CR on (zsetterm sets INLCR with ICRNL); the questions zsh asks
+		// itself with one key (RM_STAR, read -k, read -q) leave it off. Before the C mark
+		// zle can only be asking (correct, correctall): preexec has not run.
+		if raw && started && tio.Iflag&unix.INLCR != 0 {
+			return lostByKernel
+		}
 	case kindSh:
-		if lflag&unix.ICANON != 0 && readCount(dir) > 1 {
+		if tio.Lflag&unix.ICANON != 0 && readCount(dir) > 1 {
 			return lostByKernel // the command line, in one read; its read builtin takes a byte at a time
 		}
 	}
 	return ""
 }
 
-// localModes returns the terminal's local modes (ICANON, ECHO...).
-func (s *session) localModes() (uint32, bool) {
+// termios returns the terminal's modes.
+func (s *session) termios() (*unix.Termios, bool) {
 	rc, err := s.master.SyscallConn()
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
 	var tio *unix.Termios
 	var terr error
 	if err := rc.Control(func(fd uintptr) { tio, terr = unix.IoctlGetTermios(int(fd), unix.TCGETS) }); err != nil || terr != nil {
-		return 0, false
+		return nil, false
 	}
-	return tio.Lflag, true
+	return tio, true
 }
 
 // readCount returns how many bytes the process whose /proc directory is dir asks for in

@@ -225,3 +225,49 @@ func haveShell(t *testing.T, name string) bool {
 	}
 	return true
 }
+
+// A question the shell asks itself, in raw mode without echo like its line editor, is
+// input with its prompt, not a lost prompt: zsh's RM_STAR and correct questions, its
+// read -k and read -q, bash's read -s -n 1. Answered, the command ends with its status.
+func TestHealth_shellAsksItself(t *testing.T) {
+	if !foregroundKnown {
+		t.Skip("needs the kernel's view of the terminal")
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	m := newManager(t, Config{})
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		shell, setup, line, prompt, answer string
+		exit                               int
+	}{
+		{"zsh", "", "mkdir -p " + dir + "/b && touch " + dir + "/b/x " + dir + "/b/y && rm -rf " + dir + "/b/*", "[yn]?", "y", 0},
+		{"zsh", "", "mkdir -p " + dir + "/d && touch " + dir + "/d/x && rm " + dir + "/d/*", "[yn]?", "n", 1},
+		{"zsh", "setopt correct", "cta /dev/null", "[nyae]?", "y", 0},
+		{"zsh", "", "read -sk1 'k?press a key '; echo got=$k", "press a key", "z", 0},
+		{"zsh", "", "read -q 'q?sure? '", "sure?", "y", 0},
+		{"bash", "", "read -rsn1 -p 'press a key '; echo got=$REPLY", "press a key", "z", 0},
+		{"bash", "", "select x in a b c; do echo got=$x; break; done", "#?", "2\n", 0},
+	} {
+		if !haveShell(t, tt.shell) {
+			continue
+		}
+		id := openShell(t, m, tt.shell, nil).SessionID
+		if tt.setup != "" {
+			run(t, m, id, tt.setup)
+		}
+		res, err := m.IO(t.Context(), id, Input{Run: tt.line}, ReadOptions{Timeout: waitLong})
+		if err != nil || res.Reason != ReasonInput || !res.Integration || res.Command == nil || res.Command.Done ||
+			res.WaitingForInput == nil || !strings.Contains(res.WaitingForInput.Prompt, tt.prompt) {
+			t.Fatalf("%s: run %q = %v, reason %q integration %v command %+v waiting %+v; want %q asking %q, integration true, running",
+				tt.shell, tt.line, err, res.Reason, res.Integration, res.Command, res.WaitingForInput, ReasonInput, tt.prompt)
+		}
+		res = mustIO(t, m, id, tt.answer, ReadOptions{})
+		if res.Reason != ReasonPrompt || !res.Integration || res.Command == nil || !res.Command.Done || exitOf(res) != tt.exit {
+			t.Errorf("%s: answer %q to %q = reason %q integration %v command %+v output %q, want %q, done with %d",
+				tt.shell, tt.answer, tt.line, res.Reason, res.Integration, res.Command, res.Output, ReasonPrompt, tt.exit)
+		}
+		if got := run(t, m, id, "echo after"); got.Output != "after\n" || exitOf(got) != 0 {
+			t.Errorf("%s: run after answering %q = output %q exit %d, want after, 0", tt.shell, tt.line, got.Output, exitOf(got))
+		}
+	}
+}
