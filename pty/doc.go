@@ -159,7 +159,10 @@
 //     shell) turns Integration false until the next marked prompt: the command believed
 //     running is finished there without an exit code, and a run is refused with
 //     ErrNoIntegration and the reason, not ErrBusy. How such a prompt is told from a
-//     question is in health.go.
+//     question is in health.go: the shell's own questions (zsh's RM_STAR, correct, read
+//     -k and -q; bash's read -rsn1 and select) are input, told from the line editor by
+//     the terminal's input flags; bash's read -e and zsh's select and vared use the line
+//     editor itself and are taken for a lost prompt until their command's marks come.
 //   - An exec that hands the integration on to a new shell (zsh's preexec sees exec zsh,
 //     exec bash --norc, exec dash -i) ends, at the new shell's first prompt, with exit
 //     code 0: the exec succeeded. Each script makes its first prompt say so (zsh and a
