@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/internal/procstat"
 	"github.com/mcp-harness/mcp-harness/internal/reaper"
 )
 
@@ -63,18 +64,8 @@ type procEntry struct {
 }
 
 func parseProcEntry(stat []byte) (procEntry, bool) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return procEntry{}, false
-	}
-	f := bytes.Fields(stat[i+1:])
-	if len(f) < 20 || len(f[0]) != 1 {
-		return procEntry{}, false
-	}
-	ppid, err1 := strconv.Atoi(string(f[1]))
-	sid, err2 := strconv.Atoi(string(f[3]))
-	start, err3 := strconv.ParseUint(string(f[19]), 10, 64) // field 22, starttime
-	return procEntry{ppid: ppid, sid: sid, state: f[0][0], start: start}, err1 == nil && err2 == nil && err3 == nil
+	st, ok := procstat.Parse(stat)
+	return procEntry{ppid: st.PPid, sid: st.Session, state: st.State, start: st.Start}, ok
 }
 
 // sessionTree returns, for each of refs, the session's live processes (its program's

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcp-harness/mcp-harness/internal/procstat"
 	"golang.org/x/sys/unix"
 )
 
@@ -653,31 +654,14 @@ func (pt *processTable) load() []process {
 	return pt.procs
 }
 
-// parseStat reads the fields process has from a /proc/<pid>/stat line, counting from the
-// last ')' (the command name may hold spaces and parentheses): state, ppid, pgrp, session,
-// tty_nr, tpgid, and starttime.
+// parseStat reads the fields process has from a /proc/<pid>/stat line (procstat.Parse),
+// the controlling terminal as a pts path.
 func parseStat(pid int, stat []byte) (process, bool) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
+	st, ok := procstat.Parse(stat)
+	if !ok {
 		return process{}, false
 	}
-	f := bytes.Fields(stat[i+1:])
-	if len(f) < 20 || len(f[0]) != 1 {
-		return process{}, false
-	}
-	start, err := strconv.ParseUint(string(f[19]), 10, 64)
-	if err != nil {
-		return process{}, false
-	}
-	var n [5]int
-	for k := range n {
-		v, err := strconv.Atoi(string(f[1+k]))
-		if err != nil {
-			return process{}, false
-		}
-		n[k] = v
-	}
-	return process{pid: pid, state: f[0][0], ppid: n[0], pgrp: n[1], sid: n[2], tty: ptsOfDev(n[3]), tpgid: n[4], start: start}, true
+	return process{pid: pid, state: st.State, ppid: st.PPid, pgrp: st.Pgrp, sid: st.Session, tty: ptsOfDev(st.TTY), tpgid: st.TPGID, start: st.Start}, true
 }
 
 // ptsOfDev returns the path of the pty slave with device number dev (as tty_nr encodes

@@ -1,31 +1,20 @@
 package procid
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
+
+	"github.com/mcp-harness/mcp-harness/internal/procstat"
 )
 
-// processStartTime parses field 22 (starttime, clock ticks after boot) of /proc/<pid>/stat.
+// processStartTime reads field 22 (starttime, clock ticks after boot) of /proc/<pid>/stat.
 func processStartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
+	st, ok := procstat.Read(pid)
+	if !ok {
+		return 0, fmt.Errorf("read /proc/%d/stat: the process is gone or its line does not parse", pid)
 	}
-	// The command name (field 2) is in parentheses and may itself contain spaces or ')';
-	// the fields after the last ')' are plain numbers and letters.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("parse /proc/%d/stat: no command field", pid)
-	}
-	fields := strings.Fields(string(b[i+1:]))
-	const startTimeIndex = 22 - 3 // fields after ')' start at field 3
-	if len(fields) <= startTimeIndex {
-		return 0, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(fields))
-	}
-	return strconv.ParseUint(fields[startTimeIndex], 10, 64)
+	return st.Start, nil
 }
 
 // readBootID reads the kernel's random id for this boot.

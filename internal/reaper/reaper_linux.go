@@ -1,7 +1,6 @@
 package reaper
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/mcp-harness/mcp-harness/internal/procstat"
 	"golang.org/x/sys/unix"
 )
 
@@ -212,24 +212,10 @@ func children(self int) (pids []int, ok bool) {
 	return pids, true
 }
 
-// readStat reads state, parent and start time from /proc/<pid>/stat. The command name
-// is in parentheses and may hold anything, so fields are counted from the last ')'.
+// readStat reads state, parent and start time from /proc/<pid>/stat.
 func readStat(pid int) (proc, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return proc{}, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return proc{}, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 20 || len(f[0]) != 1 {
-		return proc{}, false
-	}
-	ppid, err1 := strconv.Atoi(string(f[1]))
-	start, err2 := strconv.ParseUint(string(f[19]), 10, 64) // field 22
-	return proc{pid: pid, ppid: ppid, state: f[0][0], start: start}, err1 == nil && err2 == nil
+	st, ok := procstat.Read(pid)
+	return proc{pid: pid, ppid: st.PPid, state: st.State, start: st.Start}, ok
 }
 
 // The reads children and pidfdTargets make, variables so that a test can make them fail.
