@@ -133,7 +133,11 @@
 //     question look the same. Before the answer counts, the reader is made to catch up
 //     (a read deadline in the past cuts its Read short; it answers between reads), so
 //     output and marks the program wrote before it blocked are in the buffer and the
-//     shell state: no time hold.
+//     shell state: no time hold. Input a call sends counts as written from the moment
+//     the call records it (a typed line or a run's command line is in the shell state
+//     before the terminal has it) until its write returns, and a look at the kernel that
+//     such input falls within counts for nothing: until the shell has the line, it reads
+//     at its prompt with its line editor, which is not the typed command asking.
 //   - "input" looks through relays (sudo with use_pty, script, su: a reader that holds a
 //     pty master) to the inner terminal's foreground group, judged the same way with the
 //     inner terminal's modes, and sees a process that opened the terminal by name from

@@ -22,7 +22,7 @@ import (
 //   - collectResult: the command reported, the cursor moved, the output copied out.
 func (m *Manager) exchange(ctx context.Context, op string, s *session, in Input, ro readOpts, opening bool) (ReadResult, error) {
 	deadline := time.Now().Add(ro.timeout)
-	res := ReadResult{SessionID: s.id, Pid: s.pid}
+	res := ReadResult{SessionID: s.id, Pid: s.pid, Sandbox: s.policy}
 	if ro.end != nil {
 		return s.reread(op, ro, res)
 	}
@@ -115,6 +115,7 @@ func (s *session) beginExchange(op string, in Input, ro readOpts, opening bool) 
 	case len(in.Data) > 0:
 		b.paste = in.Paste && s.sh.paste
 		s.sh.typedLine(in.Data, b.paste, s.ring.End(), time.Now())
+		s.noteInputLocked()
 	case ro.since == nil && !opening:
 		// A read after a run that returned before its command finished goes on
 		// waiting for that command.
@@ -127,20 +128,36 @@ func (s *session) beginExchange(op string, in Input, ro readOpts, opening bool) 
 	return b, nil
 }
 
-// writeInput is the phase of an exchange that delivers its input, and takes back the
-// run it typed when nothing of it went in. It returns how many bytes went in and whether
-// the write used up the timeout (a program that stopped reading its input: the call
-// reports what went in and reads); any other failure is the call's error.
+// noteInputLocked records that the exchange is about to write the input it has just
+// noted in the shell state (a typed line, a run's command line): the state knows of the
+// line before the terminal has it, so that the line's output is found by where it was
+// typed. Until the shell has it, the shell still sits at its prompt reading (bash's
+// readline), and that, judged with the state's word that a command was typed, would pass
+// for the command asking a question, or for a prompt without marks. So input counts as
+// written just now while its write is in flight (await, checkIntegration), and a look at
+// the kernel that a note falls within is void (inputSeq): the kernel may have shown the
+// shell before the line. writeInput ends what this begins. The caller holds mu.
+func (s *session) noteInputLocked() {
+	s.writing++
+	s.inputSeq++
+}
+
+// writeInput is the phase of an exchange that delivers its input (noted by beginExchange
+// or prepareRun), and takes back the run it typed when nothing of it went in. It returns
+// how many bytes went in and whether the write used up the timeout (a program that
+// stopped reading its input: the call reports what went in and reads); any other failure
+// is the call's error.
 func (s *session) writeInput(ctx context.Context, op string, input []byte, run *command, deadline time.Time) (int, bool, error) {
 	// The write gets at least minWriteTime even when the caller wants no wait: a short
 	// timeout is about waiting for output, and a write that meets a deadline already
 	// past (a loaded machine) would deliver nothing at all.
 	n, err := s.write(ctx, input, latest(deadline, time.Now().Add(minWriteTime)))
+	s.mu.Lock()
+	s.writing-- // what went in is the write's lastWrite from here on
 	if n == 0 && run != nil {
-		s.mu.Lock()
 		s.sh.unrun(run)
-		s.mu.Unlock()
 	}
+	s.mu.Unlock()
 	switch {
 	case err == nil:
 		return n, false, nil

@@ -82,7 +82,10 @@ func (s *session) checkIntegration(ctx context.Context, now time.Time) (retry ti
 	s.mu.Lock()
 	st := &s.sh
 	quietSince := latest(s.lastOutput, s.lastWrite.Add(inputAfterWrite-inputQuiet))
-	suspect := st.marks && st.lost == "" && !st.waitsAtPrompt() && !s.status.exited && !now.Before(quietSince.Add(inputQuiet))
+	// Input on its way is not quiet: the command it types is in the state, not yet in
+	// the terminal, where the shell still reads at its prompt (see noteInputLocked).
+	suspect := s.writing == 0 && st.marks && st.lost == "" && !st.waitsAtPrompt() && !s.status.exited && !now.Before(quietSince.Add(inputQuiet))
+	inputs := s.inputSeq
 	started := false
 	if c := st.cur; c != nil {
 		started = c.started
@@ -105,8 +108,9 @@ func (s *session) checkIntegration(ctx context.Context, now time.Time) (retry ti
 	defer s.mu.Unlock()
 	seen := s.unmarked
 	s.unmarked = unmarkedPrompt{}
-	// Output meanwhile may have been the marks after all.
-	if why == "" || s.ring.End() != end || st.lost != "" || st.waitsAtPrompt() {
+	// Output meanwhile may have been the marks after all; input noted meanwhile may be
+	// what the shell was about to read.
+	if why == "" || s.ring.End() != end || s.inputSeq != inputs || st.lost != "" || st.waitsAtPrompt() {
 		return time.Time{}
 	}
 	if !synced {

@@ -270,6 +270,7 @@ func fishQuote(s string) string {
 // anything else at that name (another user's, a changed file) is not used, and a private
 // directory is made instead, which Shutdown removes.
 type shellFiles struct {
+	parent  string // where the directory is made; "" is the temp directory (Config.ScriptsDir)
 	mu      sync.Mutex
 	dir     string
 	private bool // dir is this Manager's own: remove it at Shutdown
@@ -311,12 +312,16 @@ func (f *shellFiles) path() (string, error) {
 		_ = os.RemoveAll(f.dir)
 	}
 	f.dir, f.private = "", false
-	shared := filepath.Join(os.TempDir(), sharedName())
+	parent := f.parent
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	shared := filepath.Join(parent, sharedName())
 	if intact(shared) {
 		f.dir = shared
 		return shared, nil
 	}
-	tmp, err := writeScripts()
+	tmp, err := writeScripts(parent)
 	if err != nil {
 		return "", err
 	}
@@ -333,9 +338,9 @@ func (f *shellFiles) path() (string, error) {
 	return tmp, nil
 }
 
-// writeScripts writes the scripts into a new private directory.
-func writeScripts() (string, error) {
-	dir, err := os.MkdirTemp("", "mcp-harness-shell-")
+// writeScripts writes the scripts into a new private directory in parent.
+func writeScripts(parent string) (string, error) {
+	dir, err := os.MkdirTemp(parent, "mcp-harness-shell-")
 	if err == nil {
 		err = os.Mkdir(filepath.Join(dir, "zsh"), 0o700)
 	}

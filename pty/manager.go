@@ -49,6 +49,7 @@ type Manager struct {
 	wg sync.WaitGroup
 
 	shellFiles shellFiles // the shell integration scripts
+	histories  histories  // the shells' history files
 	nonce      string     // this Manager's part of its sessions' marks (markVar)
 }
 
@@ -66,7 +67,8 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger, sessions: make(map[string]*session), nonce: newNonce()}
+	return &Manager{cfg: cfg, log: cfg.Logger, sessions: make(map[string]*session), nonce: newNonce(),
+		shellFiles: shellFiles{parent: cfg.ScriptsDir}}
 }
 
 // Open starts a program under a new terminal, then waits for its first output the way IO
@@ -416,6 +418,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	}
 	m.wg.Wait()
 	m.shellFiles.remove()
+	m.histories.remove()
 	if cut {
 		return fmt.Errorf("pty.Shutdown: grace cut short, sessions killed: %w", ctx.Err())
 	}
@@ -469,6 +472,7 @@ func (m *Manager) stop(ctx context.Context, ss []*session, sig syscall.Signal, g
 	for _, s := range ss {
 		<-s.readerDone
 		unregisterLeader(s.pid, s.mark)
+		removeHistory(s.history)
 	}
 	return cut
 }

@@ -3,8 +3,11 @@ package pty
 import (
 	"context"
 	"log/slog"
+	"os"
 	"regexp"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 )
 
 // Defaults. Those of Config, OpenOptions and ReadOptions apply where a field is zero and
@@ -60,6 +63,18 @@ type Config struct {
 	// NoEmulator runs sessions without their terminal side (screen.go): no answers to
 	// terminal queries, no screens. Benchmarks measure what the emulator costs with it.
 	NoEmulator bool
+	// Sandbox starts every program under its session's policy (OpenOptions.Sandbox); nil
+	// starts them unconfined.
+	Sandbox *sandbox.Launcher
+	// Env is the environment programs inherit, before the session defaults and
+	// OpenOptions.Env; nil is this process's own (os.Environ). The server passes its
+	// environment less what the env policy withholds (internal/envpolicy).
+	Env []string
+	// ScriptsDir is where the shell integration scripts are kept (integration.go); "" is
+	// the temp directory. The server gives its state directory, which a confined command
+	// cannot write: a script there cannot be changed by one session to run code in the
+	// next, which may be confined less.
+	ScriptsDir string
 }
 
 // Recorder persists session identities so a later process can kill what a crashed one
@@ -106,6 +121,12 @@ type OpenOptions struct {
 	// NoIntegration starts an interactive shell without shell integration (see
 	// integration.go); by default bash, zsh, fish and sh/dash are started with it.
 	NoIntegration bool
+	// DirFile is the directory Dir held open (workspace.Dir), which a confined program
+	// starts in only if its own view of Dir is that very directory (sandbox.Where).
+	DirFile *os.File
+	// Sandbox is the policy the program runs under (Config.Sandbox); nil is the
+	// launcher's own.
+	Sandbox *sandbox.Policy
 }
 
 // sessionDefaults are set whatever the server inherited, because a pager waiting for "q"
@@ -114,6 +135,16 @@ var sessionDefaults = map[string]string{
 	"TERM":      "xterm-256color",
 	"PAGER":     "cat",
 	"GIT_PAGER": "cat",
+}
+
+// historyVars point a shell's history at the session's own file in the temp directory
+// (HISTFILE, read by bash and zsh), or keep fish's out of its file (an empty
+// fish_history: fish then keeps history in memory only, as it can name no other file):
+// the agent's commands do not fill the person's history, and a confined shell is not
+// refused the write to a history file in the home directory. OpenOptions.Env overrides
+// them.
+func historyVars(file string) map[string]string {
+	return map[string]string{"HISTFILE": file, "fish_history": ""}
 }
 
 // ReadOptions says how long to wait for output and how to return it.

@@ -1,6 +1,10 @@
 package pty
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
+)
 
 // ReadResult is what Open and IO return: the output read and the session's state.
 type ReadResult struct {
@@ -30,6 +34,8 @@ type ReadResult struct {
 	// Screen is what the terminal shows once the output up to Cursor is drawn, when
 	// ReadOptions.Screen asked for it.
 	Screen *Screen
+	// Sandbox is the policy the session's program runs under.
+	Sandbox sandbox.Policy
 }
 
 // InputWanted describes a program blocked reading the terminal.
@@ -89,8 +95,9 @@ type Info struct {
 	Exited                    bool
 	ExitCode                  *int
 	Signal                    *string
-	UnreadBytes               int64     // bytes after the read cursor still in the buffer
-	Integration               bool      // as in ReadResult: run works
-	Ports                     []int     // TCP ports the session's processes listen on (Linux)
+	UnreadBytes               int64 // bytes after the read cursor still in the buffer
+	Integration               bool  // as in ReadResult: run works
+	Ports                     []int // TCP ports the session's processes listen on (Linux)
+	Sandbox                   sandbox.Policy
 	Commands                  []Command // the last commands, oldest first: only from Get
 }

@@ -17,6 +17,7 @@ import (
 
 	creackpty "github.com/creack/pty"
 
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/pty/clean"
 	"github.com/mcp-harness/mcp-harness/pty/marks"
 	"github.com/mcp-harness/mcp-harness/pty/ring"
@@ -37,6 +38,8 @@ type session struct {
 	master                 *os.File
 	pts                    string // the terminal's slave side, /dev/pts/N ("" where unknown)
 	kind                   shellKind
+	policy                 sandbox.Policy // what confines the program
+	history                string         // the shell's history file (historyVars), removed at close
 
 	// filter takes the integration marks out of the output; only readLoop uses it.
 	filter marks.Filter
@@ -57,6 +60,8 @@ type session struct {
 	widths        []clean.Width // the width over the output, after a resize (see widthsLocked)
 	lastOutput    time.Time
 	lastWrite     time.Time
+	writing       int    // input noted and not yet all written (noteInputLocked)
+	inputSeq      uint64 // inputs noted so far: a look at the kernel across one is void
 	lastActivity  time.Time
 	sh            shellState     // what the shell integration marks said
 	openRun       int            // the run command whose last result said done: false (see exchange)
@@ -93,11 +98,39 @@ func (st exitStatus) String() string {
 	return "exited"
 }
 
+// startUnder starts cmd under a new terminal of size ws, confined to policy, in o's
+// directory. Setsid makes the program a session and process group leader, so one
+// kill(-pgid) reaches everything it starts; Setctty makes the terminal its controlling
+// tty, so C-c and job control work as in a real terminal. It returns the master.
+func (m *Manager) startUnder(policy sandbox.Policy, cmd *exec.Cmd, ws *creackpty.Winsize, o OpenOptions) (*os.File, error) {
+	master, tty, err := creackpty.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer tty.Close() // the program has its own copy once started
+	if err := creackpty.Setsize(master, ws); err != nil {
+		master.Close()
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	var where *sandbox.Where
+	if o.Dir != "" || o.EnterDir != "" {
+		where = &sandbox.Where{Path: o.Dir, Exec: o.enterDir(), File: o.DirFile}
+	}
+	if err := m.cfg.Sandbox.Start(policy, cmd, where); err != nil {
+		master.Close()
+		return nil, err
+	}
+	return master, nil
+}
+
 // start runs the program and the session's two goroutines: one drains the master into the
 // ring, so the program never blocks on a full terminal however little anyone reads; the
 // other reaps the program and publishes its exit.
 func (m *Manager) start(id string, seq int, o OpenOptions) (*session, error) {
-	env := sessionEnv(o.Env)
+	history := m.historyFile(id)
+	env := sessionEnv(m.cfg.Env, history, o.Env)
 	argv, display := commandLine(o.Command, env)
 	kind, nonce := kindNone, ""
 	if !o.NoIntegration {
@@ -115,15 +148,15 @@ func (m *Manager) start(id string, seq int, o OpenOptions) (*session, error) {
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
+	policy := m.cfg.Sandbox.Policy()
+	if o.Sandbox != nil {
+		policy = *o.Sandbox
+	}
 	mark := id + "." + m.nonce
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = o.enterDir()
 	cmd.Env = append(env, markVar+"="+mark) // last, so no Env given can take it away
 	ws := &creackpty.Winsize{Cols: uint16(o.Cols), Rows: uint16(o.Rows)}
-	// Setsid makes the program a session and process group leader, so one kill(-pgid)
-	// reaches everything it starts; Setctty makes the terminal its controlling tty, so
-	// C-c and job control work as in a real terminal.
-	master, err := creackpty.StartWithAttrs(cmd, ws, &syscall.SysProcAttr{Setsid: true, Setctty: true})
+	master, err := m.startUnder(policy, cmd, ws, o)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", strings.Join(argv, " "), err)
 	}
@@ -155,6 +188,8 @@ func (m *Manager) start(id string, seq int, o OpenOptions) (*session, error) {
 		filter:       marks.Filter{Consume: kind != kindNone, Nonce: nonce},
 		sh:           shellState{kind: kind, promptAt: -1, inputAt: -1, drawnAt: -1},
 		image:        strings.Join(cmd.Args, "\x00") + "\x00",
+		policy:       policy,
+		history:      history,
 	}
 	registerLeader(s.pid, mark)
 	m.startTerm(s)
@@ -176,14 +211,21 @@ func setNonblock(f *os.File) error {
 	return serr
 }
 
-// sessionEnv is the inherited environment with the session defaults and then extra laid
-// over it. The overrides are simply appended, in key order so the result is the same every
-// time: os/exec hands the program only the last value of a key that appears twice, and
+// sessionEnv is base (nil: the inherited environment) with the session defaults, the
+// history variables (for a history file, if any) and then extra laid over it. The
+// overrides are simply appended, in key order so the result is the same every time:
+// os/exec hands the program only the last value of a key that appears twice, and
 // commandLine reads SHELL the same way.
-func sessionEnv(extra map[string]string) []string {
+func sessionEnv(base []string, history string, extra map[string]string) []string {
 	over := maps.Clone(sessionDefaults)
+	if history != "" {
+		maps.Copy(over, historyVars(history))
+	}
 	maps.Copy(over, extra)
-	env := os.Environ()
+	env := slices.Clone(base)
+	if base == nil {
+		env = os.Environ()
+	}
 	for _, k := range slices.Sorted(maps.Keys(over)) {
 		env = append(env, k+"="+over[k])
 	}
@@ -534,5 +576,6 @@ func (s *session) info() Info {
 		Exited: s.status.exited, ExitCode: s.status.code, Signal: s.status.signal,
 		UnreadBytes: s.ring.End() - max(s.cursor, s.ring.Start()),
 		Integration: s.sh.integrated(),
+		Sandbox:     s.policy,
 	}
 }

@@ -108,6 +108,7 @@ func (s *session) prepareRun(ctx context.Context, op, text string, deadline time
 				data = append([]byte{0x15}, data...)
 			}
 			c := s.sh.startRun(text, s.ring.End(), now)
+			s.noteInputLocked()
 			s.mu.Unlock()
 			return data, c, nil
 		}

@@ -104,6 +104,10 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 		end := s.ring.End()
 		exited := s.status.exited
 		last, lastWrite := s.lastOutput, s.lastWrite
+		if s.writing > 0 {
+			lastWrite = now // input noted and still on its way: not the program's yet
+		}
+		inputs := s.inputSeq
 		// After a call ended with "input", the same quiet state is no news: a read
 		// without input waits for output (or its timeout) instead.
 		asked := w.noInput && s.inputNoted && s.inputNotedEnd == end
@@ -187,7 +191,7 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 		}
 		if reason == "" && foregroundKnown && !now.Before(quietSince.Add(inputQuiet)) && !now.Before(nextInput) {
 			var redo, synced bool
-			reason, input, redo, synced = s.inputReason(ctx, w)
+			reason, input, redo, synced = s.inputReason(ctx, w, inputs)
 			checkedEnd = end
 			nextInput = time.Now().Add(inputEvery)
 			inputEvery = min(2*inputEvery, maxInputCheck)
@@ -284,7 +288,8 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 // drawn, which the caller should look at before anything else. synced says that the
 // reader has put everything the program wrote before it blocked into the buffer and the
 // shell state: the caller need only see whether that is more than it had looked at.
-func (s *session) inputReason(ctx context.Context, w waitSpec) (reason Reason, input *foregroundRead, redo, synced bool) {
+// inputs is the session's inputSeq when the caller found the session quiet.
+func (s *session) inputReason(ctx context.Context, w waitSpec, inputs uint64) (reason Reason, input *foregroundRead, redo, synced bool) {
 	fg, ok := s.foreground()
 	if !ok {
 		return "", nil, false, false
@@ -293,14 +298,23 @@ func (s *session) inputReason(ctx context.Context, w waitSpec) (reason Reason, i
 	// the shell state is looked at: a shell's first marks still in the reader's hands
 	// would make an integrated shell look like one without integration.
 	synced = s.syncReader(ctx)
-	if s.kind == kindNone || fg.pid != s.pid {
-		return ReasonInput, &fg, false, synced
+	shell := s.kind != kindNone && fg.pid == s.pid
+	if shell {
+		// The shell itself reads its terminal: at a prompt the marks did not announce,
+		// the integration is lost (health.go).
+		s.checkIntegration(ctx, time.Now())
 	}
-	// The shell itself reads its terminal: at a prompt the marks did not announce, the
-	// integration is lost (health.go).
-	s.checkIntegration(ctx, time.Now())
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	switch {
+	case s.inputSeq != inputs:
+		// Input was noted since: the kernel may have shown the program before it (the
+		// shell at its prompt, while the state says a line was typed). Look again once
+		// it is written (see noteInputLocked).
+		return "", nil, false, synced
+	case !shell:
+		return ReasonInput, &fg, false, synced
+	}
 	switch {
 	case s.sh.waitsAtPrompt():
 		if s.sh.drawnAt != s.sh.promptAt {

@@ -40,6 +40,9 @@ type TaskRow struct {
 	DependsOn  []string
 	TimeoutSec int
 	Retries    int
+	// Sandbox and Network are the policy the task was accepted under ("" for a task
+	// recorded before the sandbox existed).
+	Sandbox, Network string
 	TaskState
 }
 
@@ -104,8 +107,8 @@ func (db *DB) InsertGraph(ctx context.Context, g GraphRow, tasks []TaskRow) (sto
 			return fmt.Errorf("insert graph: %w", err)
 		}
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO tasks
-			(graph_id, id, seq, command, cwd, env, depends_on, timeout_sec, retries, status)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			(graph_id, id, seq, command, cwd, env, depends_on, timeout_sec, retries, status, sandbox, network)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -114,7 +117,7 @@ func (db *DB) InsertGraph(ctx context.Context, g GraphRow, tasks []TaskRow) (sto
 			env, _ := json.Marshal(nonNilMap(t.Env))
 			deps, _ := json.Marshal(nonNilSlice(t.DependsOn))
 			if _, err := stmt.ExecContext(ctx, g.ID, t.ID, t.Seq, t.Command, t.Cwd, string(env), string(deps),
-				t.TimeoutSec, t.Retries, t.Status); err != nil {
+				t.TimeoutSec, t.Retries, t.Status, nullString(t.Sandbox), nullString(t.Network)); err != nil {
 				return fmt.Errorf("insert task %s: %w", t.ID, err)
 			}
 		}
@@ -332,17 +335,20 @@ func scanGraph(row scanner) (GraphRow, error) {
 }
 
 const taskSelect = `SELECT graph_id, id, seq, command, cwd, env, depends_on, timeout_sec, retries,
-	status, error_code, exit_code, signal, message, attempt, pid, pgid, proc_start, started_at, finished_at FROM tasks`
+	status, error_code, exit_code, signal, message, attempt, pid, pgid, proc_start, started_at, finished_at,
+	sandbox, network FROM tasks`
 
 func scanTask(row scanner) (TaskRow, error) {
 	var t TaskRow
 	var env, deps string
-	var errorCode, signal, message sql.NullString
+	var errorCode, signal, message, sandbox, network sql.NullString
 	var exitCode, pid, pgid, procStart, started, finished sql.NullInt64
 	if err := row.Scan(&t.GraphID, &t.ID, &t.Seq, &t.Command, &t.Cwd, &env, &deps, &t.TimeoutSec, &t.Retries,
-		&t.Status, &errorCode, &exitCode, &signal, &message, &t.Attempt, &pid, &pgid, &procStart, &started, &finished); err != nil {
+		&t.Status, &errorCode, &exitCode, &signal, &message, &t.Attempt, &pid, &pgid, &procStart, &started, &finished,
+		&sandbox, &network); err != nil {
 		return TaskRow{}, err
 	}
+	t.Sandbox, t.Network = sandbox.String, network.String
 	if err := json.Unmarshal([]byte(env), &t.Env); err != nil {
 		return TaskRow{}, fmt.Errorf("task %s env: %w", t.ID, err)
 	}

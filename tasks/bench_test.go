@@ -307,6 +307,55 @@ func benchSpawnFloor(b *testing.B, sh shape) {
 	reportPerTask(b, sh)
 }
 
+// BenchmarkLoudTask runs one task that prints 200 MB and reports the engine's own CPU
+// for it (this process's, not the task's): what moving a task's output into its log costs
+// the server. The log must come out whole, so a copy that drops output does not look cheap.
+//
+//	go test -run '^$' -bench LoudTask -benchtime 5x ./tasks/
+func BenchmarkLoudTask(b *testing.B) {
+	const size = 200_000_000
+	ws, db, r := benchStore(b)
+	e := NewEngine(Config{DB: db, RunnerID: r.ID, Workspace: ws,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer e.Close(context.Background())
+	// A plain command: the engine execs head itself (direct.go), so no shell runs.
+	spec := Spec{Tasks: []TaskSpec{{ID: "loud", Command: fmt.Sprintf("head -c %d /dev/zero", size)}}}
+	var cpu time.Duration
+	child0 := childrenCPU()
+	for b.Loop() {
+		cpu0 := selfCPU()
+		sub, err := e.Submit(context.Background(), spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		snap, ok, err := e.Wait(context.Background(), sub.Graph.ID, nil, UntilDone)
+		if err != nil || !ok || snap.Progress().State() != GraphSucceeded {
+			b.Fatalf("graph: %v %v %s", ok, err, snap.Progress().State())
+		}
+		cpu += selfCPU() - cpu0
+		if fi, err := os.Stat(e.LogPath(sub.Graph.ID, "loud")); err != nil || fi.Size() != size {
+			b.Fatalf("the log: %v, %v; want %d bytes", fi, err, size)
+		}
+		b.StopTimer()
+		os.RemoveAll(filepath.Dir(e.LogPath(sub.Graph.ID, "loud"))) // keep the disk free, off the CPU count
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(cpu)/float64(b.N)/1e6, "cpu-ms/op")
+	// The task's CPU beside it: writing to a file costs the same copy into the page cache
+	// whichever process makes it, so what one saves the other may pay.
+	b.ReportMetric(float64(childrenCPU()-child0)/float64(b.N)/1e6, "task-cpu-ms/op")
+	b.SetBytes(size)
+}
+
+// childrenCPU is the CPU time, user and system, of this process's children reaped so far.
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // BenchmarkSubmit10k measures tasks_run's engine side for a 10,000-task layered graph:
 // validation, storing every row, and starting the first tasks. The tasks are cancelled
 // between iterations.

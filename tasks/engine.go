@@ -1,6 +1,6 @@
 // Package tasks is the task-DAG engine: it validates graphs of shell commands, stores them,
-// runs each task as its own process group with its output going straight to a log file,
-// starts a task the moment its last dependency succeeds, propagates failures, cancels,
+// runs each task as its own process group with its output spliced from a pipe into a log
+// file, starts a task the moment its last dependency succeeds, propagates failures, cancels,
 // times out and retries, and records every state change in the store so that any process
 // on the workspace can read the truth.
 //
@@ -25,6 +25,7 @@ package tasks
 //	schedule.go  the in-memory graphs and tasks; picking what runs next; how a task's end
 //	             carries through its graph (ready, skipped, dropped)
 //	process.go   one attempt as a process: spawn, timeout, stop, reap, outcome
+//	logpipe.go   the pipe of an attempt's output and its pump, which moves it into the log
 //	writer.go    the write queue and the writer, the goroutine that commits it to the store
 //	prelog.go    task logs created ahead of their starts, by the preparer's goroutine
 //	loop.go      the loop type the watcher, the lease and the spooler run on
@@ -45,7 +46,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -54,6 +54,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/store"
 )
@@ -111,6 +112,14 @@ type Config struct {
 	// to which the graph's id and the handing-over runner are appended; nil: graphs
 	// cannot run detached here.
 	RunnerCommand []string
+	// Sandbox starts every task under its policy: the one it was accepted under (its
+	// record), or this runner's own where that is tighter; nil starts them unconfined, and
+	// refuses a task recorded under a sandbox.
+	Sandbox *sandbox.Launcher
+	// Env is the environment tasks inherit, before the task defaults and their own env;
+	// nil is this process's own (os.Environ). The server passes its environment less what
+	// the env policy withholds (internal/envpolicy).
+	Env []string
 	// Only makes this engine a detached runner for that one graph (see detach.go): it
 	// reconciles no other runner and expires nothing, and when its lease is lost it does
 	// not register again but reports it (Lost). The operator CLI's engine, which only
@@ -135,7 +144,8 @@ const DefaultRetention = 7 * 24 * time.Hour
 // (writer, preparer, watcher, lease, spooler; the archiver's use), and Close closes them
 // in order. Besides them, two WaitGroups count work Close waits for:
 //   - waiters counts task attempts from the moment scheduleLocked takes their slot until
-//     wait has reaped the process (or start gave up): Close waits for every process.
+//     wait has reaped the process and its output's pump has ended (or start gave up):
+//     Close waits for every process and every pump.
 //   - inflight counts Submits past their closed check, so Close does not stop recording
 //     states while a Submit is still storing and adopting its graph.
 type Engine struct {
@@ -211,7 +221,7 @@ func NewEngine(cfg Config) *Engine {
 	e := &Engine{
 		Reader: NewReader(cfg.DB, cfg.Workspace),
 		cfg:    cfg, log: cfg.Logger, shell: shell,
-		env:      mergeEnv(os.Environ(), taskDefaults),
+		env:      mergeEnv(baseEnv(cfg.Env), taskDefaults),
 		graphs:   map[string]*graph{},
 		procs:    map[int]struct{}{},
 		spooler:  newSpooler(),

@@ -3,6 +3,7 @@ package tasks
 import (
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/store"
 )
 
@@ -60,6 +61,9 @@ type Task struct {
 	Attempt    int
 	StartedAt  *time.Time
 	FinishedAt *time.Time
+	// Sandbox is the policy the task was accepted under (a runner may confine it further
+	// with its own); nil for a task recorded before the sandbox existed.
+	Sandbox *sandbox.Policy
 }
 
 // Snapshot is a graph and its tasks as stored, tasks in submitted order.
@@ -91,7 +95,16 @@ func taskOf(r store.TaskRow) Task {
 	return Task{GraphID: r.GraphID, ID: r.ID, Seq: r.Seq, Command: r.Command, Cwd: r.Cwd, Env: r.Env,
 		DependsOn: r.DependsOn, TimeoutSec: r.TimeoutSec, Retries: r.Retries, Status: State(r.Status),
 		ErrorCode: r.ErrorCode, ExitCode: r.ExitCode, Signal: r.Signal, Message: r.Message, Attempt: r.Attempt,
-		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Sandbox: policyPtr(r)}
+}
+
+// policyPtr is the policy a task's record names, or nil for one recorded before the
+// sandbox existed.
+func policyPtr(r store.TaskRow) *sandbox.Policy {
+	if p, ok := recordedPolicy(r); ok {
+		return &p
+	}
+	return nil
 }
 
 func tasksOf(rows []store.TaskRow) []Task {
@@ -297,8 +310,9 @@ type Artifact struct {
 type TaskStatus struct {
 	TaskHead
 	TaskTimes
-	Log         *LogSlice `json:"log"`
-	OmittedDeps int       `json:"omittedDeps"`
+	Sandbox     *sandbox.Policy `json:"sandbox"`
+	Log         *LogSlice       `json:"log"`
+	OmittedDeps int             `json:"omittedDeps"`
 }
 
 // StatusReport is the tasks_status result: a graph, its progress, its runner, and a page

@@ -6,8 +6,8 @@ package tasks
 // Creating a file costs an inode allocation, which on ext4 takes tens of microseconds and,
 // on a busy file system without a journal, half a millisecond (it skips recently freed
 // inodes one by one); opening one that exists costs a few microseconds. spawn still opens
-// its log with O_CREATE, so a log the preparer has not reached yet is created there, as
-// before: the preparer only ever saves time.
+// its log with O_CREATE (openLog), so a log the preparer has not reached yet is created
+// there, as before: the preparer only ever saves time.
 //
 // What is prepared: the next tasks of a graph likely to start, at most logsAhead per graph
 // at a time (scheduleLocked tops it up): ready tasks first, then the dependents of tasks
@@ -65,7 +65,7 @@ func (p *preparer) loop() {
 		for _, path := range paths {
 			// No O_CREATE of the graph's directory: a graph whose logs were removed
 			// meanwhile (it expired) gets none back.
-			if f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
+			if f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600); err == nil { // as openLog, which truncates nothing either
 				f.Close()
 			}
 		}

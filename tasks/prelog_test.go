@@ -141,7 +141,7 @@ func TestEngine_LettingGoOfAnAdoptedGraphKeepsTheAdoptersLog(t *testing.T) {
 	waitFile(t, xlog) // prepared when run started
 	te.adoptAsPeer(t, te.e.RunnerID())
 	// The peer starts x as spawn does: its open finds the prepared file.
-	peerLog, err := os.OpenFile(xlog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	peerLog, err := openLog(xlog)
 	if err != nil {
 		t.Fatal(err)
 	}

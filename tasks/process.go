@@ -1,14 +1,16 @@
 package tasks
 
 // This file owns one attempt of a task as a process: its environment, spawn (log file,
-// process group), the timeout, stopping it (SIGTERM, then SIGKILL after the grace), and
-// reaping it into an outcome. Process creation runs outside e.mu; everything that reads
-// or changes a task's state takes it. Each attempt holds one count of e.waiters from
-// scheduleLocked until wait has reaped it (see Engine).
+// output pipe, process group), the timeout, stopping it (SIGTERM, then SIGKILL after the
+// grace), and reaping it, and its output (logpipe.go), into an outcome. Process creation
+// runs outside e.mu; everything that reads or changes a task's state takes it. Each
+// attempt holds one count of e.waiters from scheduleLocked until wait has reaped it and
+// its pump has ended (see Engine).
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -17,6 +19,8 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/procid"
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
+	"github.com/mcp-harness/mcp-harness/store"
 )
 
 // taskDefaults are set whatever the server inherited: a task has no terminal, so anything
@@ -38,13 +42,21 @@ func mergeEnv(base []string, over map[string]string) []string {
 	return out
 }
 
+// baseEnv is the environment tasks inherit: env, or this process's own when nil.
+func baseEnv(env []string) []string {
+	if env == nil {
+		return os.Environ()
+	}
+	return env
+}
+
 // errAdopted reports a start refused because another runner adopted the graph.
 var errAdopted = errors.New("the graph was adopted by another runner")
 
 // start runs one attempt of t, whose slot scheduleLocked took. It returns the tasks a
 // failed start lets start instead.
 func (e *Engine) start(g *graph, t *task) []launch {
-	cmd, err := e.spawn(g, t)
+	cmd, out, err := e.spawn(g, t)
 	var ident procid.Identity
 	if err == nil {
 		ident = procid.Identify(cmd.Process.Pid)
@@ -88,14 +100,14 @@ func (e *Engine) start(g *graph, t *task) []launch {
 	if t.cancelCode != "" { // cancelled, or shut down, while it was starting
 		e.terminateLocked(t, e.cfg.KillGrace)
 	}
-	go e.wait(g, t, cmd)
+	go e.wait(g, t, cmd, out)
 	return nil
 }
 
-// spawn creates the log and starts the command, touching no engine state. The log file is
-// handed to the child as its stdout and stderr, so output never passes through this
-// process.
-func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
+// spawn opens the log, starts the command with the write end of a pipe as its stdout and
+// stderr, and starts the pump that moves the pipe into the log (logpipe.go), touching no
+// engine state. It fails, and nothing is left open, or returns both.
+func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, *pump, error) {
 	// A runner that stalled past its lease may have had its graphs adopted meanwhile: the
 	// adopter runs them now, so starting a task here would run it twice. The task's running
 	// state was written before this (scheduleLocked's barrier) by the store's fenced update,
@@ -105,31 +117,68 @@ func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
 	// it (so did an adoption between the owner check and the start that this replaces); this
 	// runner forgets the graph at its next refused start, or when its lease renewal fails.
 	if e.writer.queue.isDisowned(g.row.ID) {
-		return nil, errAdopted
+		return nil, nil, errAdopted
 	}
 	// The cwd was checked when the graph was submitted, but the directory may have been
 	// swapped since (by an earlier task, say) for a symlink out of the workspace: check it
 	// again now, and have the child enter the very directory checked (dirs.go).
 	dir, dirPath, release, err := g.dirs.enter(e.cfg.Workspace, t.row.Cwd)
 	if err != nil {
-		return nil, fmt.Errorf("cannot enter the working directory: %v", err)
+		return nil, nil, fmt.Errorf("cannot enter the working directory: %v", err)
 	}
 	defer release() // the child is in it once started
-	logFile, err := os.OpenFile(e.LogPath(g.row.ID, t.row.ID), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logFile, err := openLog(e.LogPath(g.row.ID, t.row.ID))
 	if err != nil {
-		return nil, fmt.Errorf("cannot open the log: %v", err)
+		return nil, nil, fmt.Errorf("cannot open the log: %v", err)
 	}
-	defer logFile.Close() // the child has its own copy once started
 	if t.row.Attempt > 1 {
+		// A marker that does not fit (a full disk) is left out: the pump meets the same
+		// fault at the task's first write, and the record says so then.
 		fmt.Fprintf(logFile, "\n--- mcp-harness: attempt %d of %d ---\n", t.row.Attempt, t.row.Retries+1)
 	}
-	// The marker lets a later runner find every process of this task, grandchildren
-	// included, even if this runner dies before it records the task's pid.
+	r, w, err := os.Pipe()
+	if err != nil {
+		logFile.Close()
+		return nil, nil, fmt.Errorf("cannot create the pipe for its output: %v", err)
+	}
 	env := append(mergeEnv(e.env, t.row.Env), taskMarker(g.row.ID, t.row.ID))
+	where := &sandbox.Where{Path: dirPath, Exec: dir.ExecPath(), File: dir.File()}
+	cmd, err := e.startCommand(t, where, env, w)
+	// The child has its own copy of the write end once started: this one would keep the
+	// pipe from ever reaching end of file.
+	w.Close()
+	if err != nil {
+		r.Close()
+		logFile.Close()
+		return nil, nil, err
+	}
+	return cmd, startPump(r, logFile), nil
+}
+
+// openLog opens a task's log for writing at its end, creating it if need be. Not with
+// O_APPEND, which would do the same for the one writer a log has (its pump), because
+// splice refuses a destination opened so (logpipe_linux.go).
+func openLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil { // a retry goes after the attempt before
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// startCommand starts t's command, under its policy (policyOf), in dir with env, and out
+// as its stdout and stderr. env ends with the task's marker, which lets a later runner find
+// every process of this task, grandchildren included, even if this runner dies before it
+// records the task's pid.
+func (e *Engine) startCommand(t *task, dir *sandbox.Where, env []string, out *os.File) (*exec.Cmd, error) {
+	policy := e.policyOf(t)
 	prepare := func(cmd *exec.Cmd) *exec.Cmd {
-		cmd.Dir = dir.ExecPath()
 		cmd.Env = env
-		cmd.Stdout, cmd.Stderr = logFile, logFile // *os.File: passed to the child as is
+		cmd.Stdout, cmd.Stderr = out, out // one *os.File, passed to the child as is: one pipe
 		cmd.SysProcAttr = taskProcAttr()
 		return cmd
 	}
@@ -139,17 +188,35 @@ func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, error) {
 	// is left to the shell, which reports it as it always did.
 	if argv := directArgv(t.row.Command); argv != nil && !hasKey(t.row.Env, "PATH") {
 		if cmd := directCommand(argv); cmd != nil {
-			prepare(cmd).Env = append(env[:len(env):len(env)], "PWD="+dirPath)
-			if cmd.Start() == nil {
+			prepare(cmd).Env = append(env[:len(env):len(env)], "PWD="+dir.Path)
+			if e.cfg.Sandbox.Start(policy, cmd, dir) == nil {
 				return cmd, nil
 			}
 		}
 	}
 	cmd := prepare(exec.Command(e.shell, "-c", t.row.Command))
-	if err := cmd.Start(); err != nil {
+	if err := e.cfg.Sandbox.Start(policy, cmd, dir); err != nil {
 		return nil, fmt.Errorf("cannot start: %v", err)
 	}
 	return cmd, nil
+}
+
+// policyOf is what confines t: the policy its record says it was accepted under, or this
+// runner's own in each part where that is tighter (a runner never runs a task looser than
+// it was accepted, nor looser than its own server allows). A task recorded before the
+// sandbox existed gets the runner's own.
+func (e *Engine) policyOf(t *task) sandbox.Policy {
+	own := e.cfg.Sandbox.Policy()
+	if rec, ok := recordedPolicy(t.row); ok {
+		return own.Tighter(rec)
+	}
+	return own
+}
+
+// recordedPolicy is the policy a task's record names, if any.
+func recordedPolicy(row store.TaskRow) (sandbox.Policy, bool) {
+	p := sandbox.Policy{Mode: sandbox.Mode(row.Sandbox), Network: sandbox.Network(row.Network)}
+	return p, p.Mode.Valid() && p.Network.Valid()
 }
 
 func hasKey(m map[string]string, k string) bool {
@@ -157,17 +224,25 @@ func hasKey(m map[string]string, k string) bool {
 	return ok
 }
 
-// wait reaps one attempt. The exit is first observed without reaping, so the process
-// group id cannot be reused while whatever the task left in its group is killed.
-func (e *Engine) wait(g *graph, t *task, cmd *exec.Cmd) {
+// wait reaps one attempt, its output included. The exit is first observed without
+// reaping, so the process group id cannot be reused while whatever the task left in its
+// group is killed, nor while the pump drains what the group wrote (until then a kill timer
+// may still signal the group). The attempt is recorded ended only after its pump has
+// ended, so its log is whole when its record says it ended.
+func (e *Engine) wait(g *graph, t *task, cmd *exec.Cmd, out *pump) {
 	defer e.waiters.Done() // taken by scheduleLocked
 	pid := cmd.Process.Pid
 	waitExitNoReap(pid)
 	syscall.Kill(-pid, syscall.SIGKILL)
+	out.finish(pumpGrace)
+	if out.cut {
+		e.log.Info("a process the task started outside its process group still holds its output; what it writes from now on is not recorded",
+			"graph", g.row.ID, "task", t.row.ID)
+	}
 	cmd.Wait()
 	e.mu.Lock()
 	delete(e.procs, pid)
-	e.exitedLocked(g, t, cmd.ProcessState)
+	e.exitedLocked(g, t, cmd.ProcessState, out.fault)
 	next := e.scheduleLocked()
 	e.mu.Unlock()
 	e.launchAll(next)
@@ -221,9 +296,9 @@ type outcome struct {
 	message  string
 }
 
-// exitedLocked records how an attempt ended and decides what follows: a retry, or the
-// task's final state.
-func (e *Engine) exitedLocked(g *graph, t *task, ps *os.ProcessState) {
+// exitedLocked records how an attempt ended, and what a failed write to its log did
+// (logFault), and decides what follows: a retry, or the task's final state.
+func (e *Engine) exitedLocked(g *graph, t *task, ps *os.ProcessState, logFailed error) {
 	for _, tm := range []*time.Timer{t.timer, t.killTimer} {
 		if tm != nil {
 			tm.Stop()
@@ -261,8 +336,13 @@ func (e *Engine) exitedLocked(g *graph, t *task, ps *os.ProcessState) {
 			o.signal = &name
 		}
 	}
-	if o.code == CodeExitNonzero || o.code == CodeSignaled {
-		o.message += logFault(e.LogPath(g.row.ID, t.row.ID), ws) // a full disk, say (logfault.go)
+	// Whatever the outcome: a task that went on without its output, or ended before its
+	// next write, lost output all the same.
+	if fault := logFault(logFailed); fault != "" {
+		if o.message != "" {
+			fault = o.message + "; " + fault
+		}
+		o.message = fault
 	}
 	if o.state == Failed && o.code != CodeRunnerShutdown && t.row.Attempt <= t.row.Retries && !e.closed {
 		msg := fmt.Sprintf("attempt %d %s; retrying", t.row.Attempt, o.message)

@@ -172,7 +172,7 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 	var page []TaskStatus
 	cutDeps := 0
 	for _, t := range todo {
-		item := TaskStatus{TaskHead: t.Head(), TaskTimes: t.Times(now),
+		item := TaskStatus{TaskHead: t.Head(), TaskTimes: t.Times(now), Sandbox: t.Sandbox,
 			Log: &LogSlice{Path: logPath(t.ID), Size: 1 << 40, Offset: 1 << 40, NextOffset: 1 << 40, SkippedBytes: &[]int64{1 << 40}[0]}}
 		deps := item.DependsOn
 		size := func(n int) int {

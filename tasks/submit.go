@@ -48,6 +48,7 @@ func (e *Engine) submit(ctx context.Context, spec Spec, detach bool) (Submitted,
 		rows[i] = store.TaskRow{
 			GraphID: row.ID, ID: ts.ID, Seq: i, Command: ts.Command, Cwd: v.Dirs[i], Env: ts.Env,
 			DependsOn: ts.DependsOn, TimeoutSec: ts.TimeoutSec, Retries: ts.Retries,
+			Sandbox: ts.Sandbox, Network: ts.Network,
 			TaskState: store.TaskState{Status: string(Pending)},
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/internal/toolschema"
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/tasks"
@@ -345,7 +346,8 @@ func TestBound(t *testing.T) {
 		t.Errorf("bound(shell_io) = omitted %d, output %q", r.OmittedBytes, firstLines(r.Output, 2))
 	}
 	// shell_open's result is the same read with more beside it, and is cut the same way.
-	res = s.bound("shell_open", mcp.NewToolResultStructured(openResult{readResult: readResult{SessionID: "s1", Output: out, Reason: "idle", Integration: true}}, "header\n"+out))
+	res = s.bound("shell_open", mcp.NewToolResultStructured(openResult{readResult: readResult{SessionID: "s1", Output: out, Reason: "idle", Integration: true},
+		Sandbox: sandbox.Policy{Mode: sandbox.WorkspaceWrite, Network: sandbox.NetworkOn}, WithheldEnv: []string{"API_TOKEN"}}, "header\n"+out))
 	checkResult(t, s, "shell_open", res)
 	o, _ := res.StructuredContent.(openResult) // none when the result was refused
 	if res.IsError || o.OmittedBytes == 0 || !strings.Contains(o.Output, "bytes omitted to fit the result") || !o.Integration {

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-harness/mcp-harness/internal/protocol"
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/store"
@@ -28,9 +29,10 @@ const (
 	codeCwdOutsideWorkspace = "CWD_OUTSIDE_WORKSPACE"
 	codeLimitExceeded       = "LIMIT_EXCEEDED"
 	codeSessionExited       = "SESSION_EXITED"
-	codeBusy                = "BUSY"           // retry later: the server is at a limit of calls in flight, or a shell runs a command
-	codeNoIntegration       = "NO_INTEGRATION" // run needs a shell that reports its prompts
-	codeShuttingDown        = "SHUTTING_DOWN"  // the call was cut short: the server is shutting down
+	codeBusy                = "BUSY"                // retry later: the server is at a limit of calls in flight, or a shell runs a command
+	codeNoIntegration       = "NO_INTEGRATION"      // run needs a shell that reports its prompts
+	codeShuttingDown        = "SHUTTING_DOWN"       // the call was cut short: the server is shutting down
+	codeSandboxUnavailable  = "SANDBOX_UNAVAILABLE" // a sandbox the call asked for cannot be enforced on this system
 	codeInternal            = "INTERNAL"
 )
 
@@ -63,7 +65,9 @@ var errorCodes = []struct {
 	{codeDuplicateTaskID, []error{tasks.ErrDuplicateTask}},
 	{codeLimitExceeded, []error{tasks.ErrLimit}},
 	{codeCwdOutsideWorkspace, []error{workspace.ErrOutside, workspace.ErrStateDir}},
-	{codeInvalidArgument, []error{errInvalid, workspace.ErrBadDir, pty.ErrInvalid, pty.ErrUnknownKey, tasks.ErrInvalid, tasks.ErrNoDetach}},
+	{codeInvalidArgument, []error{errInvalid, workspace.ErrBadDir, pty.ErrInvalid, pty.ErrUnknownKey, tasks.ErrInvalid, tasks.ErrNoDetach,
+		sandbox.ErrInvalid, sandbox.ErrLoosen}},
+	{codeSandboxUnavailable, []error{sandbox.ErrUnavailable}},
 	{codeNotFound, []error{store.ErrNotFound, pty.ErrNoSession, tasks.ErrNotFound}},
 	{codeLimitExceeded, []error{pty.ErrLimit}},
 	{codeSessionExited, []error{pty.ErrExited}},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/internal/toolschema"
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/tasks"
@@ -26,6 +27,8 @@ var deriver = toolschema.New(
 	toolschema.Type[tasks.Time](toolschema.DateTime()),
 	toolschema.Enum(pty.Reasons()),
 	toolschema.Enum(pty.InputKinds()),
+	toolschema.Enum(sandbox.Modes()),
+	toolschema.Enum(sandbox.Networks()),
 	toolschema.Enum([]signalName{"SIGHUP", "SIGINT", "SIGTERM", "SIGKILL", "SIGQUIT", "SIGUSR1", "SIGUSR2"}),
 )
 

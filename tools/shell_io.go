@@ -47,8 +47,23 @@ var shellIO = tool[ioArgs, readResult]{
 			return readResult{}, "", err
 		}
 		out, text := shapeRead(res, clamped)
-		return out, text, nil
+		return out, text + s.failureHint(res), nil
 	},
+}
+
+// failureHint is the denial hint (denialHint) of a read whose command, or program,
+// ended non-zero.
+func (s *Table) failureHint(r pty.ReadResult) string {
+	failed := r.Command != nil && r.Command.Done && r.Command.ExitCode != nil && *r.Command.ExitCode != 0 ||
+		r.Exited && (r.ExitCode == nil || *r.ExitCode != 0)
+	if !failed {
+		return ""
+	}
+	cwd := ""
+	if r.Command != nil {
+		cwd = r.Command.Cwd
+	}
+	return s.denialHint(r.Sandbox, r.Output, cwd)
 }
 
 type ioArgs struct {
@@ -57,9 +72,9 @@ type ioArgs struct {
 	Keys      []string `json:"keys,omitempty" jsonschema:"Sent after input: Enter, Tab, Escape, BSpace, Up, Down, C-c, C-d, M-x, F1..."`
 	Since     *int64   `json:"since,omitempty" jsonschema:"Re-read from this offset (a past cursor)."`
 	End       *int64   `json:"end,omitempty" jsonschema:"With since: re-read to here."`
-	Run       string   `json:"run,omitempty" jsonschema:"Command line to run at the shell prompt; returns its output and exit code."`
+	Run       string   `json:"run,omitempty" jsonschema:"Command line to run at the prompt; returns its output and exit code."`
 	Paste     bool     `json:"paste,omitempty" jsonschema:"Send input as one bracketed paste."`
-	WaitPort  int      `json:"waitPort,omitempty" jsonschema:"End the wait when this TCP port listens." toolschema:"minimum=1,maximum=65535"`
+	WaitPort  int      `json:"waitPort,omitempty" jsonschema:"End when this TCP port listens." toolschema:"minimum=1,maximum=65535"`
 	termSize
 	readArgs
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-harness/mcp-harness/internal/jsonsize"
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/pty"
 )
 
@@ -36,7 +37,7 @@ var shellList = tool[shellListArgs, listResult]{
 				SessionID: in.ID, Name: in.Name, Pid: in.Pid, Command: in.Command, Cwd: in.Dir,
 				Cols: in.Cols, Rows: in.Rows, StartedAt: timestamp(in.StartedAt), LastActivityAt: timestamp(in.LastActivityAt),
 				programEnd: programEnd{in.Exited, in.ExitCode, in.Signal}, UnreadBytes: in.UnreadBytes,
-				Ports: append([]int{}, in.Ports...), Integration: in.Integration,
+				Ports: append([]int{}, in.Ports...), Integration: in.Integration, Sandbox: in.Sandbox,
 			}
 			label := in.Command
 			if in.Name != "" {
@@ -76,9 +77,10 @@ type sessionInfo struct {
 	StartedAt      string `json:"startedAt" jsonschema:"RFC 3339 time it started."`
 	LastActivityAt string `json:"lastActivityAt" jsonschema:"RFC 3339 time of its last output or input."`
 	programEnd
-	UnreadBytes int64 `json:"unreadBytes" jsonschema:"Output bytes after the read cursor."`
-	Ports       []int `json:"ports"`
-	Integration bool  `json:"integration" jsonschema:"The shell reports its prompts and exit codes: run works."`
+	UnreadBytes int64          `json:"unreadBytes" jsonschema:"Output bytes after the read cursor."`
+	Ports       []int          `json:"ports"`
+	Sandbox     sandbox.Policy `json:"sandbox" jsonschema:"What confines the program."`
+	Integration bool           `json:"integration" jsonschema:"The shell reports its prompts and exit codes: run works."`
 	// Commands is null unless shell_list was asked about this one session.
 	Commands []historyEntry `json:"commands" toolschema:"nullable"`
 }

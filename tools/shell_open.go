@@ -2,9 +2,11 @@ package tools
 
 import (
 	"context"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/pty"
 )
 
@@ -15,27 +17,36 @@ var shellOpen = tool[openArgs, openResult]{
 		"returns its first output and a sessionId. Size and wait arguments as in shell_io. For builds and tests use tasks_run.",
 	annotations: destructive,
 	waits:       alwaysWaits,
+	adjustInput: func(in map[string]any) { tightenOnly(in) },
 	handle: func(s *Table, ctx context.Context, _ mcp.CallToolRequest, a openArgs) (openResult, string, error) {
 		r, clamped, err := s.readOptions(a.readArgs)
 		if err != nil {
 			return openResult{}, "", err
 		}
 		r.WaitPort = a.WaitPort
+		policy, err := s.narrow(a.sandboxArgs)
+		if err != nil {
+			return openResult{}, "", err
+		}
 		// Held open until the program has started in it, so a path swapped after the check
 		// cannot move the program out of the workspace (workspace.Dir).
 		dir, err := s.ws.OpenDir(a.Cwd)
 		if err != nil {
 			return openResult{}, "", err
 		}
-		o := pty.OpenOptions{Command: a.Command, Dir: dir.Path, EnterDir: dir.ExecPath(), Env: a.Env,
-			Cols: orZero(a.Cols), Rows: orZero(a.Rows), Name: a.Name, NoIntegration: a.Integration != nil && !*a.Integration}
+		o := pty.OpenOptions{Command: a.Command, Dir: dir.Path, EnterDir: dir.ExecPath(), DirFile: dir.File(), Env: a.Env,
+			Cols: orZero(a.Cols), Rows: orZero(a.Rows), Name: a.Name, NoIntegration: a.Integration != nil && !*a.Integration,
+			Sandbox: &policy}
 		res, err := s.shells.Open(ctx, o, r)
 		dir.Close()
 		if err != nil {
 			return openResult{}, "", err
 		}
 		out, text := shapeRead(res, clamped)
-		return openResult{readResult: out}, text, nil
+		withheld := s.withheldEnv(a.Env)
+		head, rest, _ := strings.Cut(text, "\n")
+		text = head + "\n" + sandboxLine(policy, withheld) + "\n" + rest + s.failureHint(res)
+		return openResult{readResult: out, Sandbox: policy, WithheldEnv: withheld}, text, nil
 	},
 }
 
@@ -46,7 +57,8 @@ type openArgs struct {
 	Name    string            `json:"name,omitempty" jsonschema:"A label."`
 	// Integration is on unless false is given.
 	Integration *bool `json:"integration,omitempty" jsonschema:"Default true; run needs it."`
-	WaitPort    int   `json:"waitPort,omitempty" jsonschema:"End the wait when this TCP port listens." toolschema:"minimum=1,maximum=65535"`
+	WaitPort    int   `json:"waitPort,omitempty" jsonschema:"End when this TCP port listens." toolschema:"minimum=1,maximum=65535"`
+	sandboxArgs
 	termSize
 	readArgs
 }
@@ -55,4 +67,6 @@ type openArgs struct {
 // what shell_open alone may report has a place).
 type openResult struct {
 	readResult
+	Sandbox     sandbox.Policy `json:"sandbox" jsonschema:"What confines the program."`
+	WithheldEnv []string       `json:"withheldEnv" jsonschema:"Names of the server's variables it did not inherit."`
 }

@@ -145,7 +145,7 @@ func TestShell_BadInput(t *testing.T) {
 		{"shell_open", map[string]any{"command": touch + "\x00"}, "INVALID_ARGUMENT", "command contains a NUL byte"},
 		{"shell_open", map[string]any{"command": touch, "name": strings.Repeat("n", 201)}, "INVALID_ARGUMENT", "name is 201 bytes long; give one of at most 200"},
 		{"shell_open", map[string]any{"command": touch, "timeout": 5}, "INVALID_ARGUMENT",
-			`shell_open has no argument "timeout" (did you mean timeoutMs?); its arguments are: cols, command, cwd, env, idleMs, integration, maxBytes, name, raw, rows, screen, timeoutMs, waitFor`},
+			`shell_open has no argument "timeout" (did you mean timeoutMs?); its arguments are: cols, command, cwd, env, idleMs, integration, maxBytes, name, network, raw, rows, sandbox, screen, timeoutMs, waitFor`},
 		{"shell_open", map[string]any{"command": 42}, "INVALID_ARGUMENT", "command must be a string"},
 		{"shell_io", map[string]any{}, "INVALID_ARGUMENT", "sessionId is required"},
 		{"shell_io", map[string]any{"sessionId": "s99"}, "NOT_FOUND", "shell_list"},

@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-harness/mcp-harness/internal/protocol"
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/tasks"
@@ -34,6 +35,10 @@ type Config struct {
 	Detach    bool          // tasks_run's default for detach
 	Version   string        // the server's, in initialize's answer
 	Logger    *slog.Logger
+	// Sandbox confines what the tools start; nil confines nothing. WithheldEnv names the
+	// variables of the server's environment that commands do not inherit.
+	Sandbox     *sandbox.Launcher
+	WithheldEnv []string
 }
 
 // DefaultMaxWait is Config.MaxWait when it is 0: long enough for a build step or a dev
@@ -72,7 +77,7 @@ func NewTable(cfg Config, ws *workspace.Workspace, ready func(context.Context) e
 	}
 	s := &Table{cfg: cfg, log: cfg.Logger, ws: ws, ready: ready}
 	s.mcp = server.NewMCPServer("mcp-harness", cfg.Version,
-		server.WithInstructions(instructions),
+		server.WithInstructions(instructions+"\n"+sandboxInstructions(cfg.Sandbox)+"\n"),
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
 	)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
@@ -60,5 +61,10 @@ func GraphFile(args []byte) (tasks.Spec, error) {
 	if a.Detach != nil && !*a.Detach {
 		return tasks.Spec{}, fmt.Errorf("%w: the graph file says detach: false; from a terminal a graph always runs detached", tasks.ErrInvalid)
 	}
-	return a.spec(), nil
+	// The detached runner that runs it is confined as a server with the default flags
+	// would be (workspace-write, network on): a task may only tighten that.
+	defaults := sandbox.Policy{Mode: sandbox.WorkspaceWrite, Network: sandbox.NetworkOn}
+	return a.spec(func(sa sandboxArgs) (sandbox.Policy, error) {
+		return defaults.Narrow(string(sa.Sandbox), string(sa.Network))
+	})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
@@ -18,15 +19,18 @@ var tasksRun = tool[runArgs, RunResult]{
 	waits:       neverWaits,
 	adjustInput: func(in map[string]any) {
 		setAt(in, []string{"tasks", "[]", "id"}, func(p map[string]any) { p["pattern"] = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$" })
+		tightenOnly(in, "tasks", "[]")
 	},
 	handle: func(s *Table, ctx context.Context, _ mcp.CallToolRequest, a runArgs) (RunResult, string, error) {
-		spec := a.spec()
+		spec, err := a.spec(s.narrow)
+		if err != nil {
+			return RunResult{}, "", err
+		}
 		detach := s.cfg.Detach
 		if a.Detach != nil {
 			detach = *a.Detach
 		}
 		var sub tasks.Submitted
-		var err error
 		if detach {
 			sub, err = s.tasks.SubmitDetached(ctx, spec)
 		} else {
@@ -36,23 +40,28 @@ var tasksRun = tool[runArgs, RunResult]{
 			return RunResult{}, "", err
 		}
 		out := RunResultOf(sub)
+		var envs []map[string]string
+		for _, t := range a.Tasks {
+			envs = append(envs, t.Env)
+		}
+		out.WithheldEnv = s.withheldFromAny(envs)
 		verb := "submitted"
 		if !sub.Created {
 			verb = "already submitted with this idempotencyKey; nothing new was started"
 		}
-		text := fmt.Sprintf("graph %s%s: %d task(s) %s.\nFollow it with tasks_status {\"graphId\": %q, \"waitMs\": 30000}.",
-			sub.Graph.ID, quotedName(sub.Graph.Name), len(sub.Tasks), verb, sub.Graph.ID)
+		text := fmt.Sprintf("graph %s%s: %d task(s) %s.\n%s\nFollow it with tasks_status {\"graphId\": %q, \"waitMs\": 30000}.",
+			sub.Graph.ID, quotedName(sub.Graph.Name), len(sub.Tasks), verb, sandboxLine(s.cfg.Sandbox.Policy(), out.WithheldEnv), sub.Graph.ID)
 		return out, text, nil
 	},
 }
 
 type runArgs struct {
-	Tasks          []taskArg `json:"tasks" jsonschema:"The graph's tasks; each starts once its dependsOn have succeeded." toolschema:"required"`
+	Tasks          []taskArg `json:"tasks" jsonschema:"Tasks; each starts once its dependsOn succeeded." toolschema:"required"`
 	Name           string    `json:"name,omitempty" jsonschema:"A label for the graph."`
 	MaxParallel    int       `json:"maxParallel,omitempty" jsonschema:"Default: CPU count." toolschema:"minimum=1"`
 	FailFast       bool      `json:"failFast,omitempty" jsonschema:"Cancel the rest at the first failure."`
 	IdempotencyKey string    `json:"idempotencyKey,omitempty" jsonschema:"Resending this key returns the first graph."`
-	Detach         *bool     `json:"detach,omitempty" jsonschema:"Run in a process of its own that outlives this server."`
+	Detach         *bool     `json:"detach,omitempty" jsonschema:"Run in a process that outlives this server."`
 }
 
 // taskArg is one task of tasks_run; the bound on retries is tasks.MaxRetries
@@ -65,6 +74,7 @@ type taskArg struct {
 	Env        map[string]string `json:"env,omitempty" jsonschema:"Extra environment variables."`
 	TimeoutSec int               `json:"timeoutSec,omitempty" jsonschema:"Kill after this long."`
 	Retries    int               `json:"retries,omitempty" jsonschema:"Re-runs on failure." toolschema:"maximum=100"`
+	sandboxArgs
 }
 
 // RunResult is the tasks_run result (and `tasks run --json`'s): the graph, not an echo of
@@ -77,15 +87,24 @@ type RunResult struct {
 	Created   bool             `json:"created"`
 	TaskCount int              `json:"taskCount"`
 	Detached  bool             `json:"detached"`
+	// WithheldEnv names the server's variables a task of the graph does not inherit.
+	WithheldEnv []string `json:"withheldEnv"`
 }
 
-func (a runArgs) spec() tasks.Spec {
+// spec is the graph to submit, each task's policy settled by narrow from the server's
+// and its own sandbox arguments: a task that asks for more than the server allows refuses
+// the whole graph, as any other invalid task does.
+func (a runArgs) spec(narrow func(sandboxArgs) (sandbox.Policy, error)) (tasks.Spec, error) {
 	spec := tasks.Spec{Name: a.Name, MaxParallel: a.MaxParallel, FailFast: a.FailFast, IdempotencyKey: a.IdempotencyKey}
-	for _, t := range a.Tasks {
+	for i, t := range a.Tasks {
+		p, err := narrow(t.sandboxArgs)
+		if err != nil {
+			return tasks.Spec{}, fmt.Errorf("task %d (%s): %w", i, t.ID, err)
+		}
 		spec.Tasks = append(spec.Tasks, tasks.TaskSpec{ID: t.ID, Command: t.Command, DependsOn: t.DependsOn, Cwd: t.Cwd,
-			Env: t.Env, TimeoutSec: t.TimeoutSec, Retries: t.Retries})
+			Env: t.Env, TimeoutSec: t.TimeoutSec, Retries: t.Retries, Sandbox: string(p.Mode), Network: string(p.Network)})
 	}
-	return spec
+	return spec, nil
 }
 
 // RunResultOf is tasks_run's result for a graph submitted.

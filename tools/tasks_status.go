@@ -28,7 +28,7 @@ var tasksStatus = tool[statusArgs, tasks.StatusReport]{
 type statusArgs struct {
 	GraphID   string      `json:"graphId" jsonschema:"From tasks_run." toolschema:"required"`
 	TaskIDs   []string    `json:"taskIds,omitempty" jsonschema:"Only these tasks."`
-	LogTail   *int64      `json:"logTail,omitempty" jsonschema:"Bytes of each log's end, from a line start. Default 2048, max 65536."`
+	LogTail   *int64      `json:"logTail,omitempty" jsonschema:"Bytes of each log's end. Default 2048, max 65536."`
 	LogLines  *int64      `json:"logLines,omitempty" jsonschema:"Last N lines of each log instead, max 1000; wins over logTail."`
 	LogOffset *int64      `json:"logOffset,omitempty" jsonschema:"With one taskId: read its log from here, then from nextOffset."`
 	LogLimit  *int64      `json:"logLimit,omitempty" jsonschema:"Default 65536, max 1048576." toolschema:"minimum=1"`
@@ -109,12 +109,23 @@ func (s *Table) tasksStatus(ctx context.Context, req mcp.CallToolRequest, a stat
 	if note := s.slotNote(ctx, snap); note != "" {
 		cut = append(cut, note) // printed with the notes above the table
 	}
-	return out, statusText(out, cut, waited, maxed, q.Log), nil
+	hint := func(t tasks.TaskStatus) string {
+		if t.Status != tasks.Failed || t.Log == nil || t.Sandbox == nil {
+			return ""
+		}
+		cwd := ""
+		if task, ok := snap.Task(t.ID); ok {
+			cwd = task.Cwd
+		}
+		return s.denialHint(*t.Sandbox, t.Log.Text, cwd)
+	}
+	return out, statusText(out, cut, waited, maxed, q.Log, hint), nil
 }
 
 // statusText is what a model reads: a summary line, what was cut or left out and how to
-// get it, a table of the page's tasks, then their log slices, failed and running first.
-func statusText(r tasks.StatusReport, cut clampNotes, timedOut, maxed bool, lq tasks.LogQuery) string {
+// get it, a table of the page's tasks, then their log slices, failed and running first,
+// each followed by hint's line for it (what the sandbox denied a failed task), if any.
+func statusText(r tasks.StatusReport, cut clampNotes, timedOut, maxed bool, lq tasks.LogQuery, hint func(tasks.TaskStatus) string) string {
 	var b strings.Builder
 	p := r.Progress
 	fmt.Fprintf(&b, "graph %s%s: %s · %d/%d done (%d succeeded, %d failed, %d cancelled, %d skipped) · %d running · %d pending\n",
@@ -161,6 +172,9 @@ func statusText(r tasks.StatusReport, cut clampNotes, timedOut, maxed bool, lq t
 		fmt.Fprintf(&b, "\n--- %s log (%s) ---\n%s", t.ID, logWhat(*t.Log, lq), t.Log.Text)
 		if !strings.HasSuffix(t.Log.Text, "\n") {
 			b.WriteString("\n")
+		}
+		if h := hint(t); h != "" {
+			b.WriteString(strings.TrimPrefix(h, "\n") + "\n")
 		}
 	}
 	return strings.TrimSuffix(b.String(), "\n")

@@ -96,6 +96,9 @@ func (t tool[A, R]) bind(s *Table, def mcp.Tool) server.ServerTool {
 		if err != nil {
 			return s.toolError(t.name, shutdownCause(ctx, err)), nil
 		}
+		if why := s.cfg.Sandbox.Degraded(); why != "" {
+			text += "\nNote: " + why + "." // never silently unconfined: every result says so
+		}
 		return s.bound(t.name, mcp.NewToolResultStructured(out, text)), nil
 	}}
 }

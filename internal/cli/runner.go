@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/internal/server"
 	"github.com/mcp-harness/mcp-harness/store"
 	"github.com/mcp-harness/mcp-harness/tasks"
@@ -32,8 +33,16 @@ func runnerCommand(fs *pflag.FlagSet) ([]string, error) {
 		return nil, fmt.Errorf("find this program for detached runners: %w", err)
 	}
 	argv := []string{exe, "runner"}
-	for _, name := range runnerFlags {
-		if f := fs.Lookup(name); f != nil && f.Value.String() != "" {
+	for _, name := range append(runnerFlags, sandboxFlagNames...) {
+		f := fs.Lookup(name)
+		switch {
+		case f == nil:
+		case f.Value.Type() == "stringArray":
+			values, _ := fs.GetStringArray(name)
+			for _, v := range values {
+				argv = append(argv, "--"+name+"="+v)
+			}
+		case f.Changed || f.Value.String() != "":
 			argv = append(argv, "--"+name+"="+f.Value.String())
 		}
 	}
@@ -46,6 +55,7 @@ func runnerCommand(fs *pflag.FlagSet) ([]string, error) {
 func newRunnerCmd(version string) *cobra.Command {
 	var (
 		cfg           server.Config
+		sf            sandboxFlags
 		logLevel      string
 		graphID, from string
 	)
@@ -57,6 +67,18 @@ func newRunnerCmd(version string) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if graphID == "" || from == "" {
 				return usagef("--graph and --from are required")
+			}
+			var err error
+			if cfg.Sandbox, cfg.EnvPolicy, err = sf.config(cmd.Flags()); err != nil {
+				return err
+			}
+			// Its server always passes --sandbox; whether this system can enforce it was
+			// settled when that server started, which degraded or refused as it had to.
+			cfg.Sandbox.Explicit = false
+			if sf.confinesFiles() {
+				if err := sandbox.ReexecForMounts(); err != nil {
+					return err
+				}
 			}
 			closeLog, err := completeServeConfig(&cfg, version, logLevel, io.Discard)
 			if err != nil {
@@ -90,5 +112,6 @@ func newRunnerCmd(version string) *cobra.Command {
 	f.DurationVar(&cfg.Lease, "lease", tasks.DefaultLease, "lease")
 	f.DurationVar(&cfg.StaleAfter, "stale-after", tasks.DefaultStaleAfter, "stale after")
 	f.DurationVar(&cfg.BusyTimeout, "busy-timeout", store.DefaultBusyTimeout, "busy timeout")
+	addSandboxFlags(f, &sf)
 	return cmd
 }

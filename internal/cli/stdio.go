@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/internal/server"
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/store"
@@ -25,6 +26,7 @@ import (
 func newStdioCmd(version string) *cobra.Command {
 	var (
 		cfg      server.Config
+		sf       sandboxFlags
 		logLevel string
 		buffer   = byteSize(4 << 20)
 		result   = byteSize(tasks.DefaultMaxResult)
@@ -39,6 +41,16 @@ func newStdioCmd(version string) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFlagValues(cmd.Flags(), "max-wait", "retention", "max-sessions", "max-parallel", "max-tasks"); err != nil {
 				return err
+			}
+			var err error
+			if cfg.Sandbox, cfg.EnvPolicy, err = sf.config(cmd.Flags()); err != nil {
+				return err
+			}
+			if sf.confinesFiles() {
+				// Before anything is opened: on success it runs this program again.
+				if err := sandbox.ReexecForMounts(); err != nil {
+					return err
+				}
 			}
 			cfg.ShellBuffer = int(buffer)
 			if result < tasks.MinMaxResult {
@@ -70,6 +82,7 @@ func newStdioCmd(version string) *cobra.Command {
 	f.Var(&result, "max-result", "the largest result a tool returns: its text, and its structured content as JSON (B, KiB or MiB suffix); larger ones are paged or cut")
 	f.BoolVar(&cfg.MCPTasks, "mcp-tasks", false, "also speak the MCP Tasks extension (io.modelcontextprotocol/tasks) for tasks_run")
 	f.BoolVar(&cfg.Detach, "detach", false, "tasks_run's default for detach: run each graph in a process of its own that outlives the server")
+	addSandboxFlags(f, &sf)
 	// For tests only, so that a stalled runner or a locked database plays out in seconds:
 	// hidden, and documented in the README's "What survives a restart".
 	f.DurationVar(&cfg.Lease, "lease", tasks.DefaultLease, "how long the runner's lease runs from each renewal (tests)")

@@ -40,11 +40,18 @@ func RunDetached(ctx context.Context, cfg Config, graphID, from string, claimed 
 		return err
 	}
 	log := cfg.Logger.With("runner", runner.ID, "detached", graphID)
+	confined, err := confine(cfg, ws, log)
+	if err != nil {
+		db.StopRunner(ctx, runner.ID)
+		return err
+	}
+	defer confined.sandbox.Close() // after the engine: a confined task's parent is its policy's thread
 	eng := tasks.NewEngine(tasks.Config{
 		DB: db, Workspace: ws, RunnerID: runner.ID, MaxParallel: cfg.MaxParallel,
 		Limits: tasks.Limits{MaxTasks: cfg.MaxTasks}, Logger: log,
 		ArtifactsDir: ws.ArtifactsDir, Retention: cfg.Retention,
 		Lease: cfg.Lease, StaleAfter: cfg.StaleAfter, Version: cfg.Version, Only: graphID,
+		Sandbox: confined.sandbox, Env: confined.env,
 	})
 	stop := func(within time.Duration) {
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), within)

@@ -17,8 +17,10 @@ import (
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-harness/mcp-harness/internal/envpolicy"
 	"github.com/mcp-harness/mcp-harness/internal/procid"
 	"github.com/mcp-harness/mcp-harness/internal/protocol"
+	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/pty"
 	"github.com/mcp-harness/mcp-harness/store"
@@ -44,8 +46,13 @@ type Config struct {
 	Retention     time.Duration // finished graphs keep live logs this long; 0 = tasks.DefaultRetention
 	ShellBuffer   int
 	MaxResult     int // bytes of a result's text, and of its structuredContent as JSON; 0 = tasks.DefaultMaxResult (tools.Config)
-	Version       string
-	Logger        *slog.Logger
+	// Sandbox and EnvPolicy confine the commands the server starts (confine.go); their
+	// zero values are the command line's defaults. Sandbox's Workspace and Protected are
+	// set by the server.
+	Sandbox   sandbox.Config
+	EnvPolicy envpolicy.Policy
+	Version   string
+	Logger    *slog.Logger
 
 	// Lease, StaleAfter and BusyTimeout are for tests (hidden flags): the runner's lease
 	// (0 = tasks.DefaultLease), how long past its lease a silent runner whose process
@@ -68,6 +75,7 @@ type Server struct {
 	log      *slog.Logger
 	ws       *workspace.Workspace
 	runnerID string // the id open registers the runner under
+	confined *confinement
 	table    *tools.Table
 	mcp      *mcpserver.MCPServer
 
@@ -112,7 +120,11 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	id := store.NewRunnerID()
 	s := &Server{cfg: cfg, log: cfg.Logger.With("runner", id), ws: ws, runnerID: id}
-	s.table = tools.NewTable(tools.Config{MaxWait: cfg.MaxWait, MaxResult: cfg.MaxResult, Detach: cfg.Detach, Version: cfg.Version, Logger: s.log},
+	if s.confined, err = confine(cfg, ws, s.log); err != nil {
+		return nil, err
+	}
+	s.table = tools.NewTable(tools.Config{MaxWait: cfg.MaxWait, MaxResult: cfg.MaxResult, Detach: cfg.Detach, Version: cfg.Version, Logger: s.log,
+		Sandbox: s.confined.sandbox, WithheldEnv: s.confined.withheld},
 		ws, s.ready)
 	s.mcp = s.table.MCPServer()
 	return s, nil
@@ -143,13 +155,16 @@ func (s *Server) open(ctx context.Context) error {
 		Limits: tasks.Limits{MaxTasks: cfg.MaxTasks}, Logger: s.log,
 		ArtifactsDir: s.ws.ArtifactsDir, Retention: cfg.Retention,
 		Lease: cfg.Lease, StaleAfter: cfg.StaleAfter, Version: cfg.Version, SubmitWait: cfg.MaxWait,
-		RunnerCommand: cfg.RunnerCommand,
+		RunnerCommand: cfg.RunnerCommand, Sandbox: s.confined.sandbox, Env: s.confined.env,
 	})
 	s.shells = pty.NewManager(pty.Config{
 		MaxSessions: cfg.MaxSessions,
 		BufferSize:  cfg.ShellBuffer,
 		Recorder:    sessionRecorder{db: db, runnerID: s.tasks.RunnerID},
 		Logger:      s.log,
+		Sandbox:     s.confined.sandbox,
+		Env:         s.confined.env,
+		ScriptsDir:  s.ws.StateDir,
 	})
 	s.stopReaper = startReaper(s.log)
 	s.table.Start(s.shells, s.tasks)
@@ -339,6 +354,7 @@ func (s *Server) Close(ctx context.Context) error {
 		// waiting for the lock: the store gives up when the wait it is in ends (SQLite does
 		// not interrupt a wait on a lock), at most one busy timeout later.
 		s.beginClosing()
+		defer s.confined.sandbox.Close() // last: a confined command's parent is its policy's thread
 		a := s.nextAttempt(true, true)
 		select {
 		case <-a.done:

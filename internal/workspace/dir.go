@@ -55,6 +55,10 @@ func (ws *Workspace) OpenDir(dir string) (*Dir, error) {
 // (see pin): a swap in the instant between that check and the child's chdir is not caught.
 func (d *Dir) ExecPath() string { return d.exec }
 
+// File is the directory held open, for a check that a path opened again elsewhere (in
+// a sandbox's own view of the file system) is this very directory.
+func (d *Dir) File() *os.File { return d.f }
+
 // Close releases the directory. Call it once the process has started.
 func (d *Dir) Close() error { return d.f.Close() }
 

@@ -52,6 +52,9 @@ type TaskSpec struct {
 	Env        map[string]string // added to the inherited environment and the task defaults
 	TimeoutSec int               // 0 = no timeout
 	Retries    int               // extra attempts after a failed one
+	// Sandbox and Network are the policy the task runs under, as the adapter settled it
+	// from the server's and the call's (internal/sandbox); "" is the runner's own.
+	Sandbox, Network string
 }
 
 // Limits bound what Validate accepts.

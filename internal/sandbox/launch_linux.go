@@ -1,0 +1,216 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"strconv"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// On Linux a policy is enforced by a thread of the server's that has confined itself
+// (spawner): it entered a mount namespace of its own with the read-only view of the file
+// system (mounts_linux.go), dropped the capabilities a command never needs (caps_linux.go),
+// set no_new_privs, loaded the seccomp filter of the policy (seccomp_linux.go) and
+// restricted itself with the policy's Landlock ruleset. Every command of the policy is
+// forked from that thread, so it starts with all of it, before its first instruction, and
+// so does everything it starts in turn: setsid and daemons included, since the kernel
+// carries all of it across fork and exec and nothing undoes it.
+//
+// Each of those is per thread in the kernel, which is what lets the rest of the server
+// stay unconfined. The Go runtime runs only the spawner's goroutine on its locked thread,
+// and never clones a new thread from a locked one (it asks its template thread instead),
+// so nothing else inherits the confinement. The main thread must never be a spawner: /proc
+// checks a process's access against its main thread (init locks the main goroutine to it).
+
+func init() {
+	// A spawner must not be the main thread (see above): with main.main locked to it, no
+	// other goroutine, the spawners included, is ever scheduled there.
+	runtime.LockOSThread()
+}
+
+type platform struct {
+	spawners map[Policy]*spawner
+}
+
+// spawner is a thread confined to one policy and the queue of starts it runs.
+type spawner struct {
+	reqs   chan spawnReq
+	done   chan struct{} // closed when the thread has ended
+	mounts bool          // the thread has the mount layer (its own view of the file system)
+}
+
+type spawnReq struct {
+	run   func() error
+	reply chan error
+}
+
+func probe() Support {
+	var s Support
+	if v, err := ll.LandlockGetABIVersion(); err == nil {
+		s.Landlock = v
+	}
+	s.Seccomp = seccomp.Supported()
+	s.Mounts, s.MountsWhy = mountsPossible()
+	return s
+}
+
+// warm makes the spawner of p now.
+func (l *Launcher) warm(p Policy) error {
+	_, err := l.spawner(p)
+	return err
+}
+
+// spawner returns p's spawner, making it the first time.
+func (l *Launcher) spawner(p Policy) (*spawner, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if sp := l.plat.spawners[p]; sp != nil {
+		return sp, nil
+	}
+	if len(l.plat.spawners) >= maxPolicies {
+		return nil, fmt.Errorf("more than %d sandbox policies in use at once", maxPolicies)
+	}
+	sp, err := l.newSpawner(p)
+	if err != nil && l.support.Mounts {
+		// The mount layer is an addition to Landlock and seccomp, not a condition of them:
+		// a system that refuses it (a container without mount rights) still gets those.
+		l.log.Warn("sandbox: commands get no read-only view of the file system; Landlock and seccomp still confine them", "policy", p.String(), "err", err)
+		l.support.Mounts, l.support.MountsWhy = false, err.Error()
+		sp, err = l.newSpawner(p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if l.plat.spawners == nil {
+		l.plat.spawners = map[Policy]*spawner{}
+	}
+	l.plat.spawners[p] = sp
+	return sp, nil
+}
+
+// newSpawner starts the thread of policy p and waits until it has confined itself.
+func (l *Launcher) newSpawner(p Policy) (*spawner, error) {
+	rules, err := l.ruleset(p)
+	if err != nil {
+		return nil, err
+	}
+	defer rules.close()
+	sp := &spawner{reqs: make(chan spawnReq), done: make(chan struct{}), mounts: l.support.Mounts && p.Mode != Off}
+	ready := make(chan error, 1)
+	var view *mountPlan
+	if sp.mounts {
+		view = l.mountPlan(p.Mode)
+	}
+	go func() {
+		defer close(sp.done)
+		// Locked and never unlocked: when this goroutine returns, the runtime ends the
+		// thread instead of handing its confinement on to other goroutines.
+		runtime.LockOSThread()
+		if err := confineThread(p, view, rules); err != nil {
+			ready <- err
+			return
+		}
+		ready <- nil
+		for r := range sp.reqs {
+			r.reply <- r.run()
+		}
+	}()
+	if err := <-ready; err != nil {
+		<-sp.done
+		return nil, err
+	}
+	return sp, nil
+}
+
+// confineThread confines the calling (locked) thread to p: the mount layer first (it
+// needs the capabilities dropped next), then no_new_privs, seccomp and Landlock, which
+// cannot be undone.
+func confineThread(p Policy, view *mountPlan, rules *ruleset) error {
+	if unix.Gettid() == unix.Getpid() {
+		return errors.New("sandbox: a spawner would be the main thread (see launch_linux.go)")
+	}
+	if view != nil {
+		if err := view.enter(); err != nil {
+			return fmt.Errorf("mount namespace: %w", err)
+		}
+	}
+	if err := dropCapabilities(); err != nil {
+		return fmt.Errorf("capabilities: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if p.Network == NetworkOff {
+		if err := loadNetworkFilter(); err != nil {
+			return err
+		}
+	}
+	return rules.restrictThread()
+}
+
+// start runs cmd.Start on p's spawner thread.
+func (l *Launcher) start(p Policy, cmd *exec.Cmd, dir *Where) error {
+	sp, err := l.spawner(p)
+	if err != nil {
+		return err
+	}
+	run := func() error {
+		if dir != nil {
+			if !sp.mounts {
+				cmd.Dir = dir.Exec
+				return cmd.Start()
+			}
+			fd, err := reopenDir(dir)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			cmd.Dir = "/proc/self/fd/" + strconv.Itoa(fd)
+		}
+		return cmd.Start()
+	}
+	r := spawnReq{run: run, reply: make(chan error, 1)}
+	select {
+	case sp.reqs <- r:
+	case <-sp.done:
+		return errors.New("the sandbox is closed: the server is shutting down")
+	}
+	return <-r.reply
+}
+
+// reopenDir opens dir.Path in the calling thread's view of the file system and checks
+// that it is the directory held open: a path swapped since the check is refused.
+func reopenDir(dir *Where) (int, error) {
+	fd, err := unix.Open(dir.Path, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("%w: %v", ErrDirChanged, err)
+	}
+	var a, b unix.Stat_t
+	if err := unix.Fstat(fd, &a); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if dir.File != nil {
+		if err := unix.Fstat(int(dir.File.Fd()), &b); err != nil || a.Dev != b.Dev || a.Ino != b.Ino {
+			unix.Close(fd)
+			return -1, ErrDirChanged
+		}
+	}
+	return fd, nil
+}
+
+func (l *Launcher) closePlatform() {
+	l.mu.Lock()
+	spawners := l.plat.spawners
+	l.plat.spawners = nil
+	l.mu.Unlock()
+	for _, sp := range spawners {
+		close(sp.reqs)
+		<-sp.done
+	}
+}
