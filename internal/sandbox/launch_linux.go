@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"sync"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -93,8 +94,27 @@ func (l *Launcher) spawner(p Policy) (*spawner, error) {
 	return sp, nil
 }
 
+// hideServer makes this process not dumpable, once, before its first confined command
+// starts. A spawner thread and the commands it forks share a Landlock domain, and for a
+// root server the same capabilities, so neither Landlock's scoping nor the capability
+// check of ptrace would keep a root command out of /proc/<server>/task/<spawner>/environ,
+// mem or fd, which are the server's whole environment, memory and files. Not dumpable,
+// every such access needs CAP_SYS_PTRACE, which no confined command has. It also keeps
+// the server's core out of a dump and its /proc entries from other processes of the user
+// (cmdline and stat stay readable); it costs nothing else, and a command's own exec makes
+// it dumpable again.
+var hideServer = sync.OnceValue(func() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("make the server not dumpable: %w", err)
+	}
+	return nil
+})
+
 // newSpawner starts the thread of policy p and waits until it has confined itself.
 func (l *Launcher) newSpawner(p Policy) (*spawner, error) {
+	if err := hideServer(); err != nil {
+		return nil, err
+	}
 	rules, err := l.ruleset(p)
 	if err != nil {
 		return nil, err
