@@ -103,8 +103,16 @@ func startServer(t *testing.T, ws string, args ...string) *server {
 	if ws != "" {
 		args = append([]string{"stdio", "--workspace", ws, "--log-level", "info"}, args...)
 	}
+	return startCmd(t, exec.Command(binPath, args...))
+}
+
+// startCmd runs cmd as a server, as startServer does: cmd is the built binary (or a
+// program that executes it) with its arguments, and whatever else the caller set on it
+// (Env, SysProcAttr); its standard streams are the server's.
+func startCmd(t *testing.T, cmd *exec.Cmd) *server {
+	t.Helper()
 	s := &server{t: t, msgs: make(chan map[string]any, 1000), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(binPath, args...)
+	s.cmd = cmd
 	s.cmd.Stderr = s.stderr
 	var err error
 	if s.stdin, err = s.cmd.StdinPipe(); err != nil {

@@ -116,6 +116,11 @@ func readDenial(lines []string, i int, roots []Root, files, network bool, cwd st
 		return denial{}
 	}
 	paths := absPaths(line, cwd)
+	if len(paths) > 1 && strings.HasPrefix(line, paths[0]+":") {
+		// The program's own name, as a shell run by its path names itself
+		// (/usr/bin/bash: line 1: /x: Read-only file system): the path denied comes after.
+		paths = paths[1:]
+	}
 	for _, p := range paths {
 		if strings.HasPrefix(p, "/dev/tcp/") || strings.HasPrefix(p, "/dev/udp/") {
 			// bash's network redirections: a connection, not a file.

@@ -62,6 +62,8 @@ func TestHint_Files(t *testing.T) {
 		{"touch", `touch: cannot touch '/srv/ro/new': Read-only file system`, hintWW, hintRoots, wwHint("/srv/ro/new", "/srv/ro")},
 		{"touch-d", `touch: cannot touch '/srv/ro/file': Read-only file system`, hintWW, hintRoots, wwHint("/srv/ro/file", "/srv/ro")},
 		{"bash", `bash: line 1: /srv/ro/new: Read-only file system`, hintWW, hintRoots, wwHint("/srv/ro/new", "/srv/ro")},
+		{"bashByPath", `/usr/bin/bash: line 1: /srv/ro/new: Read-only file system`, hintWW, hintRoots, wwHint("/srv/ro/new", "/srv/ro")},
+		{"shByPath", `/bin/sh: 1: cannot create /srv/ro/new: Permission denied`, hintWW, hintRoots, wwHint("/srv/ro/new", "/srv/ro")},
 		{"dash", `dash: 1: cannot create /srv/ro/new: Read-only file system`, hintWW, hintRoots, wwHint("/srv/ro/new", "/srv/ro")},
 		{"mkdirUTF8Quotes", `mkdir: cannot create directory ‘/srv/ro/d2’: Read-only file system`, hintWW, hintRoots, wwHint("/srv/ro/d2", "/srv/ro")},
 		{"rm", `rm: cannot remove '/srv/ro/dir': Read-only file system`, hintWW, hintRoots, wwHint("/srv/ro/dir", "/srv/ro")},

@@ -81,27 +81,31 @@ func New(cfg Config, log *slog.Logger) (*Launcher, error) {
 	}
 	l := &Launcher{cfg: cfg, policy: cfg.Policy(), log: log}
 	l.support = probe()
+	noMounts := !l.support.Mounts // as probed; a failure to make them warns where it happens (spawner)
 	if l.policy.Confined() {
 		cfg.EnsureCaches()
 	}
-	why := l.cannotEnforce(l.policy)
-	if why == "" && l.policy.Confined() {
-		// The real test: make what confines the server's own policy now, so a kernel that
-		// refuses it (a container's seccomp profile, say) is found at start, not at the
-		// first command.
-		if err := l.warm(l.policy); err != nil {
-			why = err.Error()
+	why := l.enforce(l.policy)
+	if why != "" && !cfg.Explicit && l.policy.Mode != Off {
+		// Only the default mode may be given up, and only the mode: network off is never
+		// a default (it is only ever asked for), so it is kept, or refused below.
+		degraded := Policy{Mode: Off, Network: l.policy.Network}
+		if again := l.enforce(degraded); again == "" {
+			l.degraded = fmt.Sprintf("the sandbox is off: this system cannot enforce the default %s (%s); commands run unconfined", l.policy.Mode, why)
+			if degraded.Network == NetworkOff {
+				l.degraded = fmt.Sprintf("the file system sandbox is off: this system cannot enforce the default %s (%s); commands may write anywhere, with the network off", l.policy.Mode, why)
+			}
+			l.policy, why = degraded, ""
+			log.Warn("sandbox: " + l.degraded)
 		}
 	}
 	if why != "" {
-		// Network off is only ever asked for (the default is on), so it is never degraded.
-		if cfg.Explicit || cfg.Network == NetworkOff {
-			l.Close()
-			return nil, fmt.Errorf("cannot enforce --sandbox %s --network %s here: %s", cfg.Mode, cfg.Network, why)
-		}
-		l.degraded = fmt.Sprintf("the sandbox is off: this system cannot enforce the default %s (%s); commands run unconfined", l.policy, why)
-		l.policy = Unconfined
-		log.Warn("sandbox: " + l.degraded)
+		l.Close()
+		return nil, fmt.Errorf("cannot enforce --sandbox %s --network %s here: %s", cfg.Mode, cfg.Network, why)
+	}
+	if l.policy.Mode != Off && noMounts && !l.support.Seatbelt {
+		log.Warn("sandbox: commands get no read-only view of the file system, so chmod, chown and file times outside the writable roots are not refused, and the state directory inside the workspace is writable by them (put it outside with --state-dir)",
+			"why", l.support.MountsWhy)
 	}
 	return l, nil
 }
@@ -170,6 +174,19 @@ func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailab
 
 func (e *UnavailableError) Error() string {
 	return fmt.Sprintf("cannot confine to %s on this system: %s", e.Policy, e.Why)
+}
+
+// enforce makes what confines p now, so that a system that refuses it (a container's
+// seccomp profile, say) is found at start, not at the first command; it says why p cannot
+// be enforced, or "".
+func (l *Launcher) enforce(p Policy) string {
+	if why := l.cannotEnforce(p); why != "" || !p.Confined() {
+		return why
+	}
+	if err := l.warm(p); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // cannotEnforce says why p cannot be enforced here, or "".
