@@ -95,7 +95,7 @@ func newTasksCmd(version string) *cobra.Command {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.workspace, "workspace", ".", "the project directory the server runs on")
 	pf.StringVar(&o.stateDir, "state-dir", "", "where the database and logs live (default <workspace>/.mcp-harness)")
-	cmd.AddCommand(newListCmd(o), newStatusCmd(o), newLogsCmd(o), newGraphCmd(o), newCancelCmd(o), newRunCmd(o, version))
+	cmd.AddCommand(newListCmd(o), newStatusCmd(o), newLogsCmd(o), newGraphCmd(o), newCancelCmd(o), newRunCmd(o, version), newWatchCmd(o))
 	return cmd
 }
 
