@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"log/slog"
 	"runtime"
 	"strconv"
 	"sync"
@@ -38,12 +39,28 @@ type platform struct {
 	spawners map[Policy]*spawner
 }
 
-// spawner is a thread confined to one policy and the queue of starts it runs.
+// spawner is the threads confined to one policy, and the queue of starts they take from.
+// It starts with one thread and adds one (up to maxThreads) whenever a start finds none
+// free: a thread is busy from fork until the child has executed its program, so starts of
+// parallel tasks would otherwise queue behind each other. Each thread confines itself
+// alike; Landlock makes each a domain of its own, so two commands forked by different
+// threads of a policy cannot ptrace each other (a command and what it starts share one).
 type spawner struct {
+	p      Policy
 	reqs   chan spawnReq
-	done   chan struct{} // closed when the thread has ended
-	mounts bool          // the thread has the mount layer (its own view of the file system)
+	quit   chan struct{} // closed by close: no start is taken any more
+	mounts bool          // the threads have the mount layer (their own view of the file system)
+	view   *mountPlan
+	rules  *ruleset // kept open to confine the threads added later
+
+	mu      sync.Mutex
+	threads int // confined and taking starts
+	adding  int // being started
+	wg      sync.WaitGroup
 }
+
+// maxThreads bounds a policy's threads: more parallel starts than CPUs gain nothing.
+var maxThreads = min(runtime.GOMAXPROCS(0), 4)
 
 type spawnReq struct {
 	run   func() error
@@ -110,7 +127,7 @@ var hideServer = sync.OnceValue(func() error {
 	return nil
 })
 
-// newSpawner starts the thread of policy p and waits until it has confined itself.
+// newSpawner makes p's spawner with its first thread, confined.
 func (l *Launcher) newSpawner(p Policy) (*spawner, error) {
 	if err := hideServer(); err != nil {
 		return nil, err
@@ -119,33 +136,89 @@ func (l *Launcher) newSpawner(p Policy) (*spawner, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rules.close()
-	sp := &spawner{reqs: make(chan spawnReq), done: make(chan struct{}), mounts: l.support.Mounts && p.Mode != Off}
-	ready := make(chan error, 1)
-	var view *mountPlan
+	sp := &spawner{p: p, reqs: make(chan spawnReq), quit: make(chan struct{}), mounts: l.support.Mounts && p.Mode != Off, rules: rules}
 	if sp.mounts {
-		view = l.mountPlan(p.Mode)
+		sp.view = l.mountPlan(p.Mode)
 	}
-	go func() {
-		defer close(sp.done)
-		// Locked and never unlocked: when this goroutine returns, the runtime ends the
-		// thread instead of handing its confinement on to other goroutines.
-		runtime.LockOSThread()
-		if err := confineThread(p, view, rules); err != nil {
-			ready <- err
-			return
-		}
-		ready <- nil
-		for r := range sp.reqs {
-			r.reply <- r.run()
-		}
-	}()
-	if err := <-ready; err != nil {
-		<-sp.done
+	if err := sp.addThread(); err != nil {
+		rules.close()
 		return nil, err
 	}
 	return sp, nil
 }
+
+// addThread starts one more thread and waits until it has confined itself.
+func (sp *spawner) addThread() error {
+	ready := make(chan error, 1)
+	sp.wg.Add(1)
+	go func() {
+		defer sp.wg.Done()
+		// Locked and never unlocked: when this goroutine returns, the runtime ends the
+		// thread instead of handing its confinement on to other goroutines.
+		runtime.LockOSThread()
+		if err := confineThread(sp.p, sp.view, sp.rules); err != nil {
+			ready <- err
+			return
+		}
+		ready <- nil
+		for {
+			select {
+			case r := <-sp.reqs:
+				r.reply <- r.run()
+			case <-sp.quit:
+				return
+			}
+		}
+	}()
+	if err := <-ready; err != nil {
+		return err
+	}
+	sp.mu.Lock()
+	sp.threads++
+	sp.mu.Unlock()
+	return nil
+}
+
+// do runs r on a free thread, adding one when none is free and the pool may grow.
+func (sp *spawner) do(r spawnReq, log *slog.Logger) error {
+	select {
+	case sp.reqs <- r:
+		return <-r.reply
+	case <-sp.quit:
+		return errClosed
+	default:
+	}
+	sp.mu.Lock()
+	grow := sp.threads+sp.adding < maxThreads
+	if grow {
+		sp.adding++ // so that two starts do not both grow past the bound
+	}
+	sp.mu.Unlock()
+	if grow {
+		err := sp.addThread()
+		sp.mu.Lock()
+		sp.adding--
+		sp.mu.Unlock()
+		if err != nil {
+			log.Warn("sandbox: cannot add a thread; starts wait for the ones there are", "policy", sp.p.String(), "err", err)
+		}
+	}
+	select {
+	case sp.reqs <- r:
+		return <-r.reply
+	case <-sp.quit:
+		return errClosed
+	}
+}
+
+// close ends the threads (their commands get SIGKILL: see Close) and the ruleset.
+func (sp *spawner) close() {
+	close(sp.quit)
+	sp.wg.Wait()
+	sp.rules.close()
+}
+
+var errClosed = errors.New("the sandbox is closed: the server is shutting down")
 
 // confineThread confines the calling (locked) thread to p: the mount layer first (it
 // needs the capabilities dropped next), then no_new_privs, seccomp and Landlock, which
@@ -194,13 +267,7 @@ func (l *Launcher) start(p Policy, cmd *exec.Cmd, dir *Where) error {
 		}
 		return cmd.Start()
 	}
-	r := spawnReq{run: run, reply: make(chan error, 1)}
-	select {
-	case sp.reqs <- r:
-	case <-sp.done:
-		return errors.New("the sandbox is closed: the server is shutting down")
-	}
-	return <-r.reply
+	return sp.do(spawnReq{run: run, reply: make(chan error, 1)}, l.log)
 }
 
 // reopenDir opens dir.Path in the calling thread's view of the file system and checks
@@ -230,7 +297,6 @@ func (l *Launcher) closePlatform() {
 	l.plat.spawners = nil
 	l.mu.Unlock()
 	for _, sp := range spawners {
-		close(sp.reqs)
-		<-sp.done
+		sp.close()
 	}
 }

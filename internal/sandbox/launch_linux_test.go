@@ -417,3 +417,39 @@ func TestNew_cannotEnforce(t *testing.T) {
 		t.Errorf("a nil launcher's Start(read-only) = %v, want ErrUnavailable", err)
 	}
 }
+
+// Starts in parallel take more threads of the policy (up to maxThreads), each confined
+// alike: every command is refused the write outside, and closing ends every thread.
+func TestLauncher_parallelStarts(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	f := newFixture(t)
+	l := newLauncher(t, Config{Mode: WorkspaceWrite, Network: NetworkOn, Workspace: f.ws, Protected: []string{f.state}})
+	const n = 16
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			cmd := exec.Command("/bin/sh", "-c", "echo x > "+f.target)
+			if err := l.Start(l.Policy(), cmd, nil); err != nil {
+				errs <- err
+				return
+			}
+			errs <- cmd.Wait()
+		}()
+	}
+	for range n {
+		if err := <-errs; err == nil {
+			t.Errorf("a command started in parallel wrote outside its roots")
+		}
+	}
+	f.untouched(t, "parallel starts")
+	l.mu.Lock()
+	sp := l.plat.spawners[l.Policy()]
+	l.mu.Unlock()
+	sp.mu.Lock()
+	threads := sp.threads
+	sp.mu.Unlock()
+	if threads < 1 || threads > maxThreads {
+		t.Errorf("the policy has %d threads, want 1..%d", threads, maxThreads)
+	}
+	t.Logf("%d starts in parallel took %d threads", n, threads)
+}

@@ -68,7 +68,9 @@ func (c Config) Roots(m Mode) []Root {
 	add(RootTemp, append([]string{env["TMPDIR"]}, tempDirs...)...)
 	if m == WorkspaceWrite {
 		add(RootWorkspace, c.Workspace)
-		add(RootCache, cacheDirs(env)...)
+		for _, d := range cacheDirs(env) {
+			add(RootCache, d.path)
+		}
 		add(RootWritable, c.Writable...)
 	}
 	add(RootDevice, devices...)
@@ -92,11 +94,17 @@ func dedupRoots(roots []Root) []Root {
 	return out
 }
 
+// cacheDir is one place a build tool keeps its cache, and the program whose presence on
+// PATH makes the server create it when missing (EnsureCaches): "" always, "-" never.
+type cacheDir struct {
+	path, tool string
+}
+
 // cacheDirs are where the user's build tools keep their caches: writable in
 // workspace-write so that `go build`, `npm ci`, `pip install`, `cargo build` and Maven and
 // Gradle builds work as they do on the person's machine. Each location honours the
 // variable its tool reads.
-func cacheDirs(env map[string]string) []string {
+func cacheDirs(env map[string]string) []cacheDir {
 	home := env["HOME"]
 	inHome := func(rel string) string {
 		if home == "" || home == "/" {
@@ -120,15 +128,15 @@ func cacheDirs(env map[string]string) []string {
 	if goCache == "" && xdg != "" {
 		goCache = filepath.Join(xdg, "go-build")
 	}
-	return []string{
-		xdg, goCache, goModCache,
-		orElse(env["npm_config_cache"], inHome(".npm")),
-		orElse(env["CARGO_HOME"], inHome(".cargo")),
-		orElse(env["RUSTUP_HOME"], inHome(".rustup")),
-		inHome(".m2"),
-		orElse(env["GRADLE_USER_HOME"], inHome(".gradle")),
-		env["PIP_CACHE_DIR"],
-		macCaches(home),
+	return []cacheDir{
+		{xdg, ""}, {goCache, "go"}, {goModCache, "go"},
+		{orElse(env["npm_config_cache"], inHome(".npm")), "npm"},
+		{orElse(env["CARGO_HOME"], inHome(".cargo")), "cargo"},
+		{orElse(env["RUSTUP_HOME"], inHome(".rustup")), "-"}, // made by rustup's installer
+		{inHome(".m2"), "mvn"},
+		{orElse(env["GRADLE_USER_HOME"], inHome(".gradle")), "gradle"},
+		{env["PIP_CACHE_DIR"], "-"}, // inside the XDG cache unless moved
+		{macCaches(home), "-"},
 	}
 }
 
@@ -141,25 +149,15 @@ func macCaches(home string) string {
 }
 
 // EnsureCaches creates the cache directories that build tools on PATH would create on
-// their first run but could not once confined (the home directory is not writable):
-// the XDG cache directory always, Go's module cache when go is on PATH, npm's cache when
-// npm is. The other caches (~/.cargo, ~/.rustup, ~/.m2, ~/.gradle) are made by their
-// tools' installers, so they exist wherever the tool does. Errors are ignored: a cache
-// that cannot be made is simply not writable, as before.
+// their first run but could not once confined (the home directory is not writable): the
+// XDG cache directory always, and each tool's own when the tool is on PATH (Go's, npm's,
+// Cargo's, Maven's and Gradle's): an empty cache directory changes nothing for its tool.
+// Errors are ignored: a cache that cannot be made is simply not writable, as before.
 func (c Config) EnsureCaches() {
 	env := envMap(c.Env)
-	dirs := cacheDirs(env)
-	want := []string{dirs[0]}
-	path := env["PATH"]
-	if onPath("go", path) {
-		want = append(want, dirs[1], dirs[2])
-	}
-	if onPath("npm", path) {
-		want = append(want, dirs[3])
-	}
-	for _, d := range want {
-		if d != "" {
-			os.MkdirAll(d, 0o755)
+	for _, d := range cacheDirs(env) {
+		if d.path != "" && d.tool != "-" && (d.tool == "" || onPath(d.tool, env["PATH"])) {
+			os.MkdirAll(d.path, 0o755)
 		}
 	}
 }
