@@ -3,8 +3,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"os/exec"
 	"log/slog"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"sync"
