@@ -109,7 +109,7 @@ func BenchmarkShellRoundTrip(b *testing.B) {
 	call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
 	fmt.Fprintln(c.stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	open := call("tools/call", `{"name":"shell_open","arguments":{"command":"exec bash --norc --noprofile -i","env":{"PS1":"$ "},"waitFor":"\\$ $"}}`)
-	if !strings.Contains(open, `"sessionId":"s1"`) {
+	if !strings.Contains(open, `"sessionId":"s1-1"`) {
 		b.Fatalf("shell_open: %s", open)
 	}
 	var times []time.Duration
@@ -117,7 +117,7 @@ func BenchmarkShellRoundTrip(b *testing.B) {
 	for b.Loop() {
 		n++
 		t0 := time.Now()
-		line := call("tools/call", fmt.Sprintf(`{"name":"shell_io","arguments":{"sessionId":"s1","input":"echo R$((%d+1))\n","waitFor":"(?m)^R%d\\r?$"}}`, n, n+1))
+		line := call("tools/call", fmt.Sprintf(`{"name":"shell_io","arguments":{"sessionId":"s1-1","input":"echo R$((%d+1))\n","waitFor":"(?m)^R%d\\r?$"}}`, n, n+1))
 		times = append(times, time.Since(t0))
 		if !strings.Contains(line, `"reason":"matched"`) {
 			b.Fatalf("round trip %d: %s", n, line)

@@ -25,7 +25,7 @@ func BenchmarkQuickCallUnderWaits(b *testing.B) {
 				c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
 				fmt.Fprintln(c.stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 				open := c.call("tools/call", `{"name":"shell_open","arguments":{"command":"exec bash --norc --noprofile -i","env":{"PS1":"$ "},"waitFor":"\\$ $"}}`)
-				if !strings.Contains(open, `"sessionId":"s1"`) {
+				if !strings.Contains(open, `"sessionId":"s1-1"`) {
 					b.Fatalf("shell_open: %s", open)
 				}
 				// Written while the answers are read, as a client does: BUSY answers could
@@ -35,7 +35,7 @@ func BenchmarkQuickCallUnderWaits(b *testing.B) {
 				go func() {
 					defer close(sent)
 					for i := range n {
-						fmt.Fprintf(c.stdin, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"shell_io","arguments":{"sessionId":"s1","waitFor":"NEVER_PRINTED","timeoutMs":30000}}}`+"\n", 10000+i)
+						fmt.Fprintf(c.stdin, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"shell_io","arguments":{"sessionId":"s1-1","waitFor":"NEVER_PRINTED","timeoutMs":30000}}}`+"\n", 10000+i)
 					}
 					t0 = time.Now()
 					fmt.Fprintln(c.stdin, `{"jsonrpc":"2.0","id":9999,"method":"tools/call","params":{"name":"shell_list","arguments":{}}}`)

@@ -40,12 +40,16 @@ func startRaw(b *testing.B) *rawClient {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	c := &rawClient{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	c := newRawClient(cmd, in, out)
 	b.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
 	c.request(b, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": "bench", "version": "1"}})
 	io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
 	return c
+}
+
+func newRawClient(cmd *exec.Cmd, in io.WriteCloser, out io.Reader) *rawClient {
+	return &rawClient{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
 }
 
 func (c *rawClient) request(b *testing.B, method string, params any) map[string]any {

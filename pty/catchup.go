@@ -65,6 +65,7 @@ func (t *term) feed(stop int64) int64 {
 	}
 	if t.emu != nil {
 		t.emu.Write(t.buf)
+		t.gen++
 	}
 	t.fed = stop
 	t.applyResizes(t.fed)
@@ -163,6 +164,7 @@ func (t *term) jump(at int64, st *vt.State, line bool) {
 	if t.emu == nil {
 		return
 	}
+	t.gen++
 	t.emu.Forget()
 	// CAN ends any sequence the emulator was in the middle of.
 	pre := []byte{0x18}
@@ -182,6 +184,7 @@ func (t *term) applyResizes(at int64) {
 	for len(t.feedEv) > 0 && t.feedEv[0].at <= at {
 		ev := t.feedEv[0]
 		t.feedEv = t.feedEv[1:]
+		t.gen++
 		switch fits := ev.cols*ev.rows <= MaxScreenCells; {
 		case !fits:
 			t.emu = nil // its memory goes back; the program redraws when it comes back

@@ -26,7 +26,10 @@
 //     program (set -e, ulimit, umask, exec 3>&1, assignments) keeps exec, since the
 //     program inherits it. Write exec yourself to choose.
 //   - Ids are "s1", "s2", ... in creation order and never reused within a Manager (an id
-//     taken by an Open that failed is skipped).
+//     taken by an Open that failed is skipped), unless Config.SessionID names them: a
+//     server that shares its workspace with others gives ServerSessionIDs of the number
+//     the workspace's store handed it, "s4-1", "s4-2", ..., so an id names one session on
+//     the workspace (ids.go; the seam for ids that must not be guessable).
 //   - A wait ends at the first of: WaitFor matches, the program exits, output settles,
 //     the timeout. With WaitFor set and Idle zero, settling does not end the wait: a
 //     caller that names a pattern wants the pattern, and a build that pauses for a second
@@ -202,6 +205,30 @@
 //     skip ahead or ED 3), then adds blank rows. Lines are cut or padded to a new width,
 //     not rewrapped (as in xterm; tmux rewraps). A wide character that does not fit the
 //     last column goes to the next row with autowrap on, and is dropped with it off.
+//
+// A person at the session (viewer.go, ask.go):
+//
+//   - Attach makes a Viewer: frames of the screen the emulator keeps, rendered with its
+//     styles for the person's terminal size (the part around the cursor when it is
+//     smaller, blank beyond the screen when larger; the program's terminal keeps its
+//     size unless the viewer asks to resize it). A frame brings the emulator up to the
+//     end of the output first, as a snapshot does, and is the only parsing a viewer adds:
+//     frames come frameSettle after a change, at least minFrameGap apart, and
+//     bulkFrameGap apart while output floods. Viewers of one size share a rendering. A
+//     viewer never moves the agent's read cursor.
+//   - A viewer is read-only until SetWrite; its keys (and an answer) go through
+//     personWrite, noted as input in flight as the agent's is, and the agent's next IO
+//     says PersonTyped (then no more until a person types again); ReadResult and Info
+//     count the viewers. List and Get report PersonTyped without clearing it.
+//   - Ask takes a session's one pending answer (ErrAnswerPending for a second) when its
+//     program waits for input now, judged as a wait judges "input" (the output quiet, the
+//     kernel's view of the reader, the terminal's modes); Answer.Send writes the line and
+//     a carriage return only if the program still waits for the same kind of input
+//     (else a NotAskingError with Changed, nothing written). Nothing here logs what a
+//     person typed.
+//   - Overview is List with what each session does now (SessionState, and what a program
+//     waits for): the kernel asked about every live session side by side, each given
+//     overviewWait for its output to go quiet.
 //
 // What touches no session state lives in subpackages, which know nothing of this one: ring
 // (the output buffer, by absolute offset), clean (terminal output as the text a person

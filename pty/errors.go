@@ -32,6 +32,16 @@ var (
 	// ErrNoIntegration refuses a run in a session whose shell has no shell integration
 	// (not a shell the package knows, integration turned off, or no marks arrived).
 	ErrNoIntegration = errors.New("no shell integration")
+	// ErrReadOnly refuses a viewer's keys until the person asks to write (SetWrite).
+	ErrReadOnly = errors.New("the view is read-only")
+	// ErrViewerClosed reports a call on a Viewer after its Close.
+	ErrViewerClosed = errors.New("viewer closed")
+	// ErrNotAsking refuses an answer to a session whose program does not wait for input
+	// from its terminal; the error is a *NotAskingError.
+	ErrNotAsking = errors.New("not waiting for input")
+	// ErrAnswerPending refuses an answer while another person's answer to the same
+	// session is pending.
+	ErrAnswerPending = errors.New("another answer is pending")
 )
 
 // invalidf returns a usage error of op that wraps ErrInvalid. The message reaches a model
@@ -48,6 +58,11 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string        { return e.msg }
 func (e *usageError) Is(target error) bool { return target == ErrInvalid }
+
+// Sentence is the message alone, for a person or a model: an adapter finds it with
+// errors.As on interface{ Sentence() string } instead of cutting the operation off the
+// error's text.
+func (e *usageError) Sentence() string { return e.msg }
 
 // LimitError is returned by Open when MaxSessions sessions are open and none of them has
 // exited (an exited one would have been evicted instead).

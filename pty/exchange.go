@@ -222,6 +222,7 @@ func (s *session) collectResult(res ReadResult, b exchangeStart, w waitSpec, we 
 	s.cursor = max(s.cursor, end)
 	st := s.status
 	res.Integration = s.sh.integrated()
+	s.personSeenLocked(&res)
 	if we.input != nil {
 		res.WaitingForInput = &InputWanted{Kind: we.input.kind, Prompt: promptLine(&s.ring, s.askedSince(end), end)}
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -67,6 +66,9 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.SessionID == nil {
+		cfg.SessionID = defaultSessionID
+	}
 	return &Manager{cfg: cfg, log: cfg.Logger, sessions: make(map[string]*session), nonce: newNonce(),
 		shellFiles: shellFiles{parent: cfg.ScriptsDir}}
 }
@@ -108,7 +110,7 @@ func (m *Manager) Open(ctx context.Context, o OpenOptions, r ReadOptions) (ReadR
 	if err != nil {
 		return ReadResult{}, err
 	}
-	id := "s" + strconv.Itoa(seq)
+	id := m.cfg.SessionID(seq)
 	defer m.wg.Done()
 	registered := false
 	defer func() {

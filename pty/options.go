@@ -75,6 +75,9 @@ type Config struct {
 	// cannot write: a script there cannot be changed by one session to run code in the
 	// next, which may be confined less.
 	ScriptsDir string
+	// SessionID names the seq'th session (seq 1, 2, ... in creation order); nil names
+	// them "s1", "s2", .... A server sharing its workspace gives ServerSessionIDs (ids.go).
+	SessionID func(seq int) string
 }
 
 // Recorder persists session identities so a later process can kill what a crashed one

@@ -36,6 +36,12 @@ type ReadResult struct {
 	Screen *Screen
 	// Sandbox is the policy the session's program runs under.
 	Sandbox sandbox.Policy
+	// Viewers counts the people watching the session (Attach) when the call returned.
+	Viewers int
+	// PersonTyped says that a person wrote to the session (a viewer's keys, an answer)
+	// since the previous IO on it returned; what they typed shows in the output as any
+	// input does.
+	PersonTyped bool
 }
 
 // InputWanted describes a program blocked reading the terminal.
@@ -100,4 +106,28 @@ type Info struct {
 	Ports                     []int // TCP ports the session's processes listen on (Linux)
 	Sandbox                   sandbox.Policy
 	Commands                  []Command // the last commands, oldest first: only from Get
+	Viewers                   int       // people watching (Attach)
+	// PersonTyped says a person wrote to the session since the last IO on it returned;
+	// a listing does not clear it (the next IO reports it).
+	PersonTyped bool
+	// State and Waiting say what the session does now: only Overview sets them (it asks
+	// the kernel); List and Get leave them zero.
+	State   SessionState
+	Waiting *InputWanted
+}
+
+// SessionState is what a session does, as a person's listing shows it (Overview).
+type SessionState string
+
+// States of a session.
+const (
+	StateRunning SessionState = "running" // its program works, or waits for something other than the terminal
+	StatePrompt  SessionState = "prompt"  // an integrated shell waits at its prompt
+	StateInput   SessionState = "input"   // a program waits for input from the terminal (Waiting says what)
+	StateExited  SessionState = "exited"  // its program has exited; the session is not closed yet
+)
+
+// SessionStates returns every SessionState, in the order they are documented.
+func SessionStates() []SessionState {
+	return []SessionState{StateRunning, StatePrompt, StateInput, StateExited}
 }

@@ -87,6 +87,10 @@ type term struct {
 	lastNew       time.Time // when the scanner last found new output
 	lastBurst     time.Time // when it last found more than burst bytes
 	throttleUntil time.Time
+	// gen counts the emulator's changes (output parsed, a skip, a resize), and lastView
+	// is the last view rendered (viewer.go): viewers of one size share it until gen moves.
+	gen      uint64
+	lastView renderedView
 
 	amu sync.Mutex // held while answers are written, so they go out in order
 }

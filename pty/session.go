@@ -79,6 +79,10 @@ type session struct {
 	synced        chan struct{} // closed (and cleared) when the reader answers; made by syncReader
 	closed        bool          // the master has been closed by stop
 	status        exitStatus
+	viewers       []*Viewer // people watching (viewer.go)
+	personInputs  uint64    // writes of a person's input that went in (personWrite)
+	personSeen    uint64    // personInputs when the agent's last call returned (PersonTyped)
+	answering     bool      // a person's answer is pending (ask.go)
 }
 
 // exitStatus is the published end of a program.
@@ -284,6 +288,7 @@ func (s *session) readLoop() {
 			s.lastOutput = now
 			s.lastActivity = now
 			s.wakeLocked(s.marked)
+			s.wakeViewersLocked()
 			s.marked = false
 			s.mu.Unlock()
 			s.term.wake()
@@ -376,6 +381,7 @@ func (s *session) waitLoop(m *Manager) {
 	s.mu.Lock()
 	s.status = st
 	s.wakeLocked(true)
+	s.wakeViewersLocked()
 	s.mu.Unlock()
 	m.log.Debug("pty: session program exited", "id", s.id, "pid", s.pid, "status", st.String())
 	close(s.exitDone)
@@ -506,6 +512,7 @@ func (s *session) resize(cols, rows int) error {
 		s.widthChangedLocked(cols)
 		s.cols, s.rows = cols, rows
 		s.term.resized(s.ring.End(), cols, rows)
+		s.wakeViewersLocked()
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -577,5 +584,7 @@ func (s *session) info() Info {
 		UnreadBytes: s.ring.End() - max(s.cursor, s.ring.Start()),
 		Integration: s.sh.integrated(),
 		Sandbox:     s.policy,
+		Viewers:     len(s.viewers),
+		PersonTyped: s.personInputs != s.personSeen,
 	}
 }

@@ -191,6 +191,7 @@ func (s *session) reread(op string, ro readOpts, res ReadResult) (ReadResult, er
 	st := s.status
 	ready := s.sh.promptReady(s.lastOutput, time.Now())
 	res.Integration = s.sh.integrated()
+	s.personSeenLocked(&res)
 	var from int64
 	res.Output, res.OmittedBytes, from = s.outputText(*ro.since, *ro.end, ro.maxBytes, ro.raw, true, false) // releases s.mu
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,7 +30,8 @@ func TestMain(m *testing.M) {
 }
 
 // helperOpen waits for its standard input to close (the start signal, given to every helper
-// at once), then opens the database and registers a runner.
+// at once), then opens the database, registers a runner and takes a server number, which
+// it prints.
 func helperOpen(path string) int {
 	io.Copy(io.Discard, os.Stdin)
 	ctx := context.Background()
@@ -43,6 +45,12 @@ func helperOpen(path string) int {
 		fmt.Fprintln(os.Stderr, "register:", err)
 		return 1
 	}
+	n, err := db.NextServerNumber(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "server number:", err)
+		return 1
+	}
+	fmt.Println(n)
 	return 0
 }
 
@@ -141,11 +149,12 @@ func TestOpen_ConcurrentProcesses(t *testing.T) {
 	var cmds []*exec.Cmd
 	var starts []io.WriteCloser
 	outs := make([]*strings.Builder, n)
+	numbers := make([]*strings.Builder, n)
 	for i := 0; i < n; i++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "STORE_TEST_OPEN="+path)
-		outs[i] = &strings.Builder{}
-		cmd.Stderr = outs[i]
+		outs[i], numbers[i] = &strings.Builder{}, &strings.Builder{}
+		cmd.Stderr, cmd.Stdout = outs[i], numbers[i]
 		w, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -177,6 +186,18 @@ func TestOpen_ConcurrentProcesses(t *testing.T) {
 	}
 	if v, _ := db.SchemaVersion(t.Context()); v != schemaVersion(t) {
 		t.Errorf("SchemaVersion() = %d, want %d", v, schemaVersion(t))
+	}
+	// Each process got a server number of its own: 1..n, in whatever order.
+	var got []string
+	for _, b := range numbers {
+		got = append(got, strings.TrimSpace(b.String()))
+	}
+	slices.Sort(got)
+	if want := []string{"1", "2", "3", "4", "5", "6"}; !slices.Equal(got, want) {
+		t.Errorf("server numbers = %q, want %q", got, want)
+	}
+	if next, err := db.NextServerNumber(t.Context()); err != nil || next != n+1 {
+		t.Errorf("NextServerNumber() after %d = %d, %v, want %d", n, next, err, n+1)
 	}
 }
 

@@ -48,6 +48,15 @@ type readResult struct {
 	WaitingForInput *inputWanted   `json:"waitingForInput"`
 	// Screen is what the terminal shows, when asked for; null otherwise.
 	Screen *screenResult `json:"screen"`
+	personFacts
+}
+
+// personFacts is what every result that reports a session says of the people at it
+// (shell_io, shell_open, shell_list): who watches (mcp-harness attach), and whether
+// someone typed into it since the agent's last shell_io or shell_open on it.
+type personFacts struct {
+	Viewers     int  `json:"viewers" jsonschema:"People watching it (mcp-harness attach)."`
+	PersonTyped bool `json:"personTyped" jsonschema:"A person typed into it since your last call; see output."`
 }
 
 // screenResult is the screen as shell_open and shell_io report it (pty.Screen).
@@ -164,11 +173,12 @@ type programEnd struct {
 
 // shapeRead shapes a read of shell_open or shell_io: the structured result, and its text,
 // a header line a model can scan, then the output verbatim.
-func shapeRead(r pty.ReadResult, clamped bool) (readResult, string) {
+func (s *Table) shapeRead(r pty.ReadResult, clamped bool) (readResult, string) {
 	out := readResult{
 		SessionID: r.SessionID, Pid: r.Pid, Output: r.Output, Since: r.Since, Cursor: r.Cursor,
 		DroppedBytes: r.DroppedBytes, OmittedBytes: r.OmittedBytes, Reason: r.Reason,
 		programEnd: programEnd{r.Exited, r.ExitCode, r.Signal}, Written: r.Written, Integration: r.Integration,
+		personFacts: personFacts{Viewers: r.Viewers, PersonTyped: r.PersonTyped},
 	}
 	parts := []string{fmt.Sprintf("%s (pid %d)", r.SessionID, r.Pid), string(r.Reason), exitStatus(r.Exited, r.ExitCode, r.Signal),
 		fmt.Sprintf("bytes %d-%d", r.Since, r.Cursor)}
@@ -186,7 +196,19 @@ func shapeRead(r pty.ReadResult, clamped bool) (readResult, string) {
 			out.WaitingForInput.Prompt = &w.Prompt
 			at = fmt.Sprintf("at %q", w.Prompt)
 		}
-		parts = append(parts, fmt.Sprintf("waits for %s input %s: answer with input (or keys C-c)", w.Kind, at))
+		if w.Kind == pty.InputPassword {
+			// The secret is the person's: it never passes through the model.
+			parts = append(parts, fmt.Sprintf("waits for a password %s: do not type one; ask the person to run `%s` in a terminal, then read on without input",
+				at, s.answerCommand(r.SessionID)))
+		} else {
+			parts = append(parts, fmt.Sprintf("waits for %s input %s: answer with input (or keys C-c)", w.Kind, at))
+		}
+	}
+	if r.PersonTyped {
+		parts = append(parts, "a person typed into it since your last call")
+	}
+	if r.Viewers > 0 {
+		parts = append(parts, fmt.Sprintf("%d watching", r.Viewers))
 	}
 	if r.Written > 0 {
 		parts = append(parts, "wrote "+fmtBytes(int64(r.Written)))

@@ -46,7 +46,7 @@ var shellIO = tool[ioArgs, readResult]{
 		if err != nil {
 			return readResult{}, "", err
 		}
-		out, text := shapeRead(res, clamped)
+		out, text := s.shapeRead(res, clamped)
 		return out, text + s.failureHint(res), nil
 	},
 }

@@ -38,6 +38,7 @@ var shellList = tool[shellListArgs, listResult]{
 				Cols: in.Cols, Rows: in.Rows, StartedAt: timestamp(in.StartedAt), LastActivityAt: timestamp(in.LastActivityAt),
 				programEnd: programEnd{in.Exited, in.ExitCode, in.Signal}, UnreadBytes: in.UnreadBytes,
 				Ports: append([]int{}, in.Ports...), Integration: in.Integration, Sandbox: in.Sandbox,
+				personFacts: personFacts{Viewers: in.Viewers, PersonTyped: in.PersonTyped},
 			}
 			label := in.Command
 			if in.Name != "" {
@@ -47,6 +48,12 @@ var shellList = tool[shellListArgs, listResult]{
 				exitStatus(in.Exited, in.ExitCode, in.Signal), fmtBytes(in.UnreadBytes), label, in.Dir)
 			if len(in.Ports) > 0 {
 				fmt.Fprintf(&text, "  ports %s", strings.Trim(fmt.Sprint(in.Ports), "[]"))
+			}
+			if in.Viewers > 0 {
+				fmt.Fprintf(&text, "  %d watching", in.Viewers)
+			}
+			if in.PersonTyped {
+				text.WriteString("  a person typed into it")
 			}
 			text.WriteString("\n")
 			if a.SessionID != "" {
@@ -83,6 +90,7 @@ type sessionInfo struct {
 	Integration bool           `json:"integration" jsonschema:"The shell reports its prompts and exit codes: run works."`
 	// Commands is null unless shell_list was asked about this one session.
 	Commands []historyEntry `json:"commands" toolschema:"nullable"`
+	personFacts
 }
 
 // historyEntry is a finished shell command as shell_list reports it, with the range of

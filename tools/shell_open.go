@@ -42,7 +42,7 @@ var shellOpen = tool[openArgs, openResult]{
 		if err != nil {
 			return openResult{}, "", err
 		}
-		out, text := shapeRead(res, clamped)
+		out, text := s.shapeRead(res, clamped)
 		withheld := s.withheldEnv(a.Env)
 		head, rest, _ := strings.Cut(text, "\n")
 		text = head + "\n" + sandboxLine(policy, withheld) + "\n" + rest + s.failureHint(res)

@@ -39,6 +39,11 @@ type Config struct {
 	// variables of the server's environment that commands do not inherit.
 	Sandbox     *sandbox.Launcher
 	WithheldEnv []string
+	// AnswerCommand is the command line a person runs to answer session id's question
+	// from their terminal (mcp-harness answer, with the flags that find this workspace),
+	// which a result waiting for a password tells the model to ask for; nil is
+	// "mcp-harness answer <id>".
+	AnswerCommand func(id string) string
 }
 
 // DefaultMaxWait is Config.MaxWait when it is 0: long enough for a build step or a dev
@@ -83,6 +88,14 @@ func NewTable(cfg Config, ws *workspace.Workspace, ready func(context.Context) e
 	)
 	s.mcp.AddTools(s.registry()...)
 	return s
+}
+
+// answerCommand is the command line a person runs to answer session id's question.
+func (s *Table) answerCommand(id string) string {
+	if s.cfg.AnswerCommand != nil {
+		return s.cfg.AnswerCommand(id)
+	}
+	return "mcp-harness answer " + id
 }
 
 // Start gives the table the engines its tools call; it runs once, before ready first

@@ -1,8 +1,9 @@
 // Package cli is the mcp-harness command line, everything the binary does before and
 // around server.Serve: the stdio command (flags become a server.Config; SIGTERM, SIGINT and
 // SIGHUP, or a client that stops reading stdout, cancel server.Serve), the hidden runner of
-// a detached graph, the operator commands under `tasks`, the server's rotating log file,
-// and the exit status each error gets. The main package only executes the command tree
+// a detached graph, the operator commands under `tasks`, the terminal-session commands
+// `sessions`, `attach` and `answer` (clients of the servers' operator sockets,
+// internal/operator), the server's rotating log file, and the exit status each error gets. The main package only executes the command tree
 // NewRootCommand makes; internal/server serves.
 package cli
 
@@ -36,7 +37,8 @@ func NewRootCommand(released string) *cobra.Command {
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n") // as `mcp-harness version` prints it
-	root.AddCommand(newStdioCmd(version), newVersionCmd(version), newTasksCmd(version), newRunnerCmd(version))
+	root.AddCommand(newStdioCmd(version), newVersionCmd(version), newTasksCmd(version), newRunnerCmd(version),
+		newSessionsCmd(), newAttachCmd(), newAnswerCmd())
 	setUsageErrors(root) // after every command is added: see setUsageErrors
 	return root
 }

@@ -8,6 +8,7 @@ package quote
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -27,4 +28,19 @@ func Short(s string) string {
 		cut--
 	}
 	return strconv.Quote(s[:cut]) + "... (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// Shell quotes s for a POSIX shell where it needs it (single quotes), so that a command
+// line shown to a person can be pasted: a path of letters, digits and ./_-+=:,@% stays
+// as it is.
+func Shell(s string) string {
+	safe := s != ""
+	for i := 0; i < len(s) && safe; i++ {
+		c := s[i]
+		safe = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("./_-+=:,@%", c) >= 0
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

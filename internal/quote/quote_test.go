@@ -39,3 +39,17 @@ func FuzzShort(f *testing.F) {
 		}
 	})
 }
+
+func TestShell(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/home/me/project", "/home/me/project"},
+		{"/tmp/a b", "'/tmp/a b'"},
+		{"it's", `'it'\''s'`},
+		{"", "''"},
+		{"$HOME", "'$HOME'"},
+	} {
+		if got := Shell(tc.in); got != tc.want {
+			t.Errorf("Shell(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

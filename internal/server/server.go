@@ -1,8 +1,9 @@
 // Package server is the composition root of mcp-harness: it resolves the workspace, opens
-// its store (and opens it again while another process holds its lock), registers the
-// process as a runner, starts the engines, puts the tool table (tools) and the protocol
-// session (internal/protocol) in front of them, and shuts it all down within the few
-// seconds a client gives. Serve is the server of one stdio client; RunDetached and
+// its store (and opens it again while another process holds its lock), takes the
+// server's number on the workspace (its session ids carry it) and registers the process
+// as a runner, starts the engines, puts the tool table (tools) and the protocol session
+// (internal/protocol) in front of them and the operator socket (internal/operator) beside
+// them, and shuts it all down within the few seconds a client gives. Serve is the server of one stdio client; RunDetached and
 // SubmitDetached are the detached runner and its hand-over.
 package server
 
@@ -12,14 +13,18 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-harness/mcp-harness/internal/envpolicy"
+	"github.com/mcp-harness/mcp-harness/internal/operator"
 	"github.com/mcp-harness/mcp-harness/internal/procid"
 	"github.com/mcp-harness/mcp-harness/internal/protocol"
+	"github.com/mcp-harness/mcp-harness/internal/quote"
 	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/pty"
@@ -92,6 +97,8 @@ type Server struct {
 	runner store.Runner
 	shells *pty.Manager
 	tasks  *tasks.Engine
+	// operator is the socket of a person's commands (nil if it could not be made).
+	operator *operator.Server
 	// stopReaper ends the child subreaper that open started (startReaper).
 	stopReaper func()
 
@@ -124,7 +131,7 @@ func newServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.table = tools.NewTable(tools.Config{MaxWait: cfg.MaxWait, MaxResult: cfg.MaxResult, Detach: cfg.Detach, Version: cfg.Version, Logger: s.log,
-		Sandbox: s.confined.sandbox, WithheldEnv: s.confined.withheld},
+		Sandbox: s.confined.sandbox, WithheldEnv: s.confined.withheld, AnswerCommand: answerCommand(ws)},
 		ws, s.ready)
 	s.mcp = s.table.MCPServer()
 	return s, nil
@@ -138,6 +145,14 @@ func (s *Server) open(ctx context.Context) error {
 	cfg := s.cfg
 	db, err := store.OpenWith(ctx, s.ws.DBPath(), store.Options{BusyTimeout: cfg.BusyTimeout})
 	if err != nil {
+		return err
+	}
+	// The server's number names its sessions (s<number>-<k>). Taken before the runner is
+	// registered: a number a failed attempt took is only skipped, while registering the
+	// runner must be the attempt's last write that can fail.
+	number, err := db.NextServerNumber(ctx)
+	if err != nil {
+		db.Close()
 		return err
 	}
 	// Registering under the same id on a later attempt is right: a failed write wrote
@@ -165,11 +180,54 @@ func (s *Server) open(ctx context.Context) error {
 		Sandbox:     s.confined.sandbox,
 		Env:         s.confined.env,
 		ScriptsDir:  s.ws.StateDir,
+		SessionID:   pty.ServerSessionIDs(number),
 	})
 	s.stopReaper = startReaper(s.log)
+	s.operator = s.listenOperator(number, runner)
 	s.table.Start(s.shells, s.tasks)
-	s.log.Info("runner started", "workspace", s.ws.Root, "state", s.ws.StateDir, "pid", os.Getpid(), "version", cfg.Version)
+	s.log.Info("runner started", "workspace", s.ws.Root, "state", s.ws.StateDir, "pid", os.Getpid(), "version", cfg.Version, "server", number)
 	return nil
+}
+
+// answerCommand is the command line a person runs to answer a session's question on
+// workspace ws: this binary (by its name when that is what the person's PATH finds, else
+// by its path) with the flags that find the workspace from anywhere: --workspace always,
+// --state-dir when it is not the default.
+func answerCommand(ws *workspace.Workspace) func(id string) string {
+	bin := "mcp-harness"
+	if exe, err := os.Executable(); err == nil {
+		onPath, err := exec.LookPath(bin)
+		if err != nil || !sameFile(onPath, exe) {
+			bin = quote.Shell(exe)
+		}
+	}
+	flags := " --workspace " + quote.Shell(ws.Root)
+	if ws.StateDir != filepath.Join(ws.Root, workspace.StateDirName) {
+		flags += " --state-dir " + quote.Shell(ws.StateDir)
+	}
+	return func(id string) string { return bin + " answer " + id + flags }
+}
+
+func sameFile(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
+// listenOperator makes the server's operator socket (internal/operator), through which a
+// person lists, watches and answers its sessions. A server without one still serves its
+// client: nil, and a warning says why.
+func (s *Server) listenOperator(number int, runner store.Runner) *operator.Server {
+	op, err := operator.Listen(operator.Config{
+		StateDir: s.ws.StateDir, Sessions: s.shells, Logger: s.log, RunnerID: s.tasks.RunnerID,
+		Server: operator.ServerInfo{Number: number, Pid: os.Getpid(), Version: s.cfg.Version, Workspace: s.ws.Root,
+			StartedAt: runner.StartedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")},
+	})
+	if err != nil {
+		s.log.Warn("no operator socket: mcp-harness sessions, attach and answer cannot reach this server", "err", err)
+		return nil
+	}
+	return op
 }
 
 // openFailed is, once Close has returned, the error of a store that could not be opened
@@ -370,6 +428,13 @@ func (s *Server) Close(ctx context.Context) error {
 		}
 		if a.err != nil {
 			return // one that failed left nothing to close; Serve returns its error
+		}
+		// A person's views end first, saying the server is shutting down, rather than
+		// with the sessions' deaths.
+		if s.operator != nil {
+			if err := s.operator.Close(); err != nil {
+				s.log.Warn("closing the operator socket", "err", err)
+			}
 		}
 		// Tasks and sessions stop side by side: each has its own grace period, and the
 		// whole shutdown must fit the few seconds a client waits before SIGKILL.

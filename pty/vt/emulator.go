@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	uv "github.com/charmbracelet/ultraviolet"
 	"github.com/charmbracelet/x/ansi"
 	charmvt "github.com/charmbracelet/x/vt"
 )
@@ -40,6 +41,15 @@ type Emulator interface {
 	// Forget drops the rows kept above the main screen (what a grow brings back): the
 	// output they came from is being skipped.
 	Forget()
+	// CursorHidden reports whether the program hid the cursor (DECTCEM off).
+	CursorHidden() bool
+	// Render appends rows top..top+rows-1 of the screen shown, columns left..left+cols-1,
+	// each with the SGR sequences of its styles and ending with the styles reset: a view
+	// of the screen for a terminal cols x rows (a person's, attached). Rows and columns
+	// beyond the screen are blank; a wide character cut by the view's edge is a space.
+	// Blank cells at the end of a row are left out: the row is to be painted over a
+	// cleared one.
+	Render(dst []string, top, left, cols, rows int) []string
 }
 
 // emulatorParserData bounds the payload of one OSC, DCS or APC sequence the emulator keeps
@@ -319,6 +329,137 @@ func (t *charmVT) Cursor() (int, int) {
 func (t *charmVT) AltScreen() bool { return t.e.IsAltScreen() }
 
 func (t *charmVT) Title() string { return t.title }
+
+func (t *charmVT) CursorHidden() bool { return t.e.CursorHidden() }
+
+func (t *charmVT) Render(dst []string, top, left, cols, rows int) []string {
+	w, h := t.Size()
+	var b strings.Builder
+	for y := top; y < top+rows; y++ {
+		if y < 0 || y >= h {
+			dst = append(dst, "")
+			continue
+		}
+		b.Reset()
+		b.Grow(cols + 16)
+		var r rowRenderer
+		row := t.row(y)
+		for x := left; x < left+cols && x < w; x++ {
+			var c *uv.Cell
+			if row != nil {
+				c = row.At(x)
+			} else {
+				c = t.e.CellAt(x, y)
+			}
+			switch {
+			case c == nil:
+				r.blank(&b)
+			case c.Width == 0 && c.Content == "":
+				if x == left {
+					r.blank(&b) // the right half of a wide character cut off on the left
+				}
+				// else the right half of a wide character, written with its left half
+			case c.Width > 1 && x+c.Width > left+cols:
+				r.blank(&b) // its right half would be cut off
+			default:
+				r.cell(&b, c)
+			}
+		}
+		r.end(&b)
+		dst = append(dst, b.String())
+	}
+	return dst
+}
+
+// row is row y of the screen shown, read straight from vt's buffer (a cell at a time
+// through vt's CellAt costs more than the rendering); nil where vt's layout is not the one
+// reach knows.
+func (t *charmVT) row(y int) uv.Line {
+	if t.in == nil {
+		return nil
+	}
+	i := 0
+	if t.e.IsAltScreen() {
+		i = 1
+	}
+	if lines := t.in.bufs[i].Lines; y < len(lines) {
+		return lines[y]
+	}
+	return nil
+}
+
+// zeroStyle is uv.Style.IsZero without comparing interfaces: no colour, no attribute.
+func zeroStyle(s *uv.Style) bool {
+	return s.Fg == nil && s.Bg == nil && s.UnderlineColor == nil && s.Underline == 0 && s.Attrs == 0
+}
+
+// rowRenderer writes one row's cells with the SGR sequences (and OSC 8 hyperlinks) of
+// their styles, as ultraviolet's Line.Render does, but fast for the common cell, plain
+// text: a style is compared with the pen only when it is not the zero style. Blank cells
+// are held back and written only before something else, so a row ends with its last
+// visible cell.
+type rowRenderer struct {
+	pen    uv.Style
+	link   uv.Link
+	spaces int
+}
+
+func (r *rowRenderer) blank(b *strings.Builder) {
+	if !zeroStyle(&r.pen) {
+		b.WriteString(ansi.ResetStyle)
+		r.pen = uv.Style{}
+	}
+	if r.link.URL != "" {
+		b.WriteString(ansi.ResetHyperlink())
+		r.link = uv.Link{}
+	}
+	r.spaces++
+}
+
+func (r *rowRenderer) cell(b *strings.Builder, c *uv.Cell) {
+	plain := zeroStyle(&c.Style)
+	if plain && c.Link.URL == "" && (c.Content == " " || c.Content == "") {
+		r.blank(b)
+		return
+	}
+	for ; r.spaces > 0; r.spaces-- {
+		b.WriteByte(' ')
+	}
+	switch {
+	case plain:
+		if !zeroStyle(&r.pen) {
+			b.WriteString(ansi.ResetStyle)
+			r.pen = uv.Style{}
+		}
+	case !c.Style.Equal(&r.pen):
+		b.WriteString(c.Style.Diff(&r.pen))
+		r.pen = c.Style
+	}
+	if c.Link != r.link {
+		if r.link.URL != "" {
+			b.WriteString(ansi.ResetHyperlink())
+		}
+		if c.Link.URL != "" {
+			b.WriteString(ansi.SetHyperlink(c.Link.URL, c.Link.Params))
+		}
+		r.link = c.Link
+	}
+	if c.Content == "" {
+		b.WriteByte(' ')
+	} else {
+		b.WriteString(c.Content)
+	}
+}
+
+// end closes what the row left open: a hyperlink, a style.
+func (r *rowRenderer) end(b *strings.Builder) {
+	if r.link.URL != "" {
+		b.WriteString(ansi.ResetHyperlink())
+	}
+	if !zeroStyle(&r.pen) {
+		b.WriteString(ansi.ResetStyle)
+	}
+}
 
 func (t *charmVT) Lines(dst []string) []string {
 	cols, rows := t.Size()

@@ -127,3 +127,63 @@ func TestEmulator_lines(t *testing.T) {
 		t.Errorf("cursor %d,%d, want 1,7 (pending wrap at the last column)", row, col)
 	}
 }
+
+func TestEmulator_Render(t *testing.T) {
+	e := New(10, 3)
+	e.Write([]byte("ab\x1b[1mcd\x1b[0m\r\n日本x\r\nlast"))
+	for _, tc := range []struct {
+		name                  string
+		top, left, cols, rows int
+		want                  []string
+	}{
+		{"whole", 0, 0, 10, 3, []string{"ab\x1b[1mcd\x1b[m", "日本x", "last"}},
+		{"cropped right", 0, 0, 3, 3, []string{"ab\x1b[1mc\x1b[m", "日", "las"}},
+		{"cropped left, a wide character cut in half", 0, 1, 4, 2, []string{"b\x1b[1mcd\x1b[m", " 本x"}},
+		{"padded below", 1, 0, 10, 4, []string{"日本x", "last", "", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := e.Render(nil, tc.top, tc.left, tc.cols, tc.rows)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Render(%d, %d, %d, %d) (-want +got):\n%s", tc.top, tc.left, tc.cols, tc.rows, diff)
+			}
+		})
+	}
+	if e.CursorHidden() {
+		t.Errorf("CursorHidden() = true before DECTCEM off")
+	}
+	e.Write([]byte("\x1b[?25l"))
+	if !e.CursorHidden() {
+		t.Errorf("CursorHidden() = false after DECTCEM off")
+	}
+}
+
+// BenchmarkEmulator_Render renders a full 120x40 screen of shell-like text, a few rows of
+// it styled: what each frame of a viewer costs.
+func BenchmarkEmulator_Render(b *testing.B) {
+	e := New(120, 40)
+	for i := range 40 {
+		if i%5 == 0 {
+			e.Write([]byte("\x1b[1;32mPROMPT>\x1b[0m ls -la /usr/share/doc | head\r\n"))
+			continue
+		}
+		e.Write([]byte("drwxr-xr-x  2 root root  4096 Jan  1 00:00 some-package-name-here\r\n"))
+	}
+	var dst []string
+	for b.Loop() {
+		dst = e.Render(dst[:0], 0, 0, 120, 40)
+	}
+}
+
+// Render shows the alternate screen while it is on, and hyperlinks as OSC 8.
+func TestEmulator_RenderAltAndLinks(t *testing.T) {
+	e := New(20, 2)
+	e.Write([]byte("main\x1b[?1049h\x1b[Halt \x1b]8;;http://x\x07link\x1b]8;;\x07"))
+	got := e.Render(nil, 0, 0, 20, 1)
+	if want := "alt \x1b]8;;http://x\x07link\x1b]8;;\x07"; got[0] != want {
+		t.Errorf("Render(alternate screen) = %q, want %q", got[0], want)
+	}
+	e.Write([]byte("\x1b[?1049l"))
+	if got := e.Render(nil, 0, 0, 20, 1); got[0] != "main" {
+		t.Errorf("Render(main screen again) = %q, want main", got[0])
+	}
+}
