@@ -1,6 +1,7 @@
-// Command mcp-harness is a stdio MCP server that gives an AI coding agent persistent PTY
-// sessions and a durable task-DAG engine on one workspace. This file only runs the
-// command line of internal/cli and exits with the status it gives; internal/server serves.
+// Command mcp-harness is an MCP server (over stdio, or Streamable HTTP) that gives an AI
+// coding agent persistent PTY sessions and a durable task-DAG engine on one workspace.
+// This file only runs the command line of internal/cli and exits with the status it
+// gives; internal/server serves.
 package main
 
 import (

@@ -2,11 +2,13 @@
 // generated graphs, in one process, repetitions interleaved with the order rotating, so
 // that a busy moment of this shared machine falls on every runner alike. Runners:
 //
-//   engine       mcp-harness over stdio: tasks_run of the graph (every task `true`, which the
-//                engine execs without a shell, as make does for a plain command), then one
-//                tasks_status with waitMs (until done, no taskIds, logTail 0): the cheapest
-//                correct wait the tools offer. Without taskIds the server's wait checks only
-//                the graph's head on each change; with them it would read every task's brief.
+//   engine       mcp-harness over stdio as an agent uses it (issue 29): a fresh server on a
+//                fresh workspace for each repetition (its start is not timed), tasks_run of
+//                the graph (every task `true`, which the engine execs without a shell, as
+//                make does for a plain command), then tasks_status with waitMs and its
+//                default arguments (log tails included) until the graph is done.
+//   engine-tail0 the same with logTail 0: the answer without log text, which is how this
+//                bench measured before issue 29.
 //   make-shell   GNU make -j with SHELL := /bin/bash and the recipe `true;`: a bash per
 //                recipe. The issue's target baseline.
 //   make         GNU make -j with its default /bin/sh and the recipe `true`: make execs
@@ -18,7 +20,7 @@
 //                for make-shell).
 //   xargs        `seq N | xargs -P<j> -n1 bash -c true`, for graphs without dependencies.
 //   engine-old   with bench/run --old=<rev>: that build of mcp-harness, the same way as
-//                engine, on a server and workspace of its own.
+//                engine (a fresh server and workspace each repetition, default arguments).
 //
 // Measured: wall time, the CPU time of the runner with everything it ran, and for the
 // engine the server's own CPU time (user + system of the server process, /proc). Medians
@@ -114,7 +116,21 @@ export async function runScript(dir, script) {
   return { wallMs, cpuMs: secs.reduce((a, b) => a + b, 0) * 1000 };
 }
 
-async function runEngine(srv, sh, command, parallel) {
+// runEngine runs the graph on a fresh server (spec's binary) and workspace, as an agent's
+// new session would; statusArgs are tasks_status's arguments besides graphId and waitMs.
+async function runEngine(spec, sh, command, parallel, statusArgs = {}) {
+  const ws = tempDir('dag-ws');
+  let srv;
+  try {
+    srv = await start(harnessSpec(spec.bin, ws, ['--max-parallel', String(parallel)], spec.name));
+    return await timeEngine(srv, sh, command, parallel, statusArgs);
+  } finally {
+    await srv?.close();
+    removeDir(ws);
+  }
+}
+
+async function timeEngine(srv, sh, command, parallel, statusArgs) {
   const tasks = sh.deps.map((deps, i) => ({
     id: `t${i}`,
     command,
@@ -126,7 +142,7 @@ async function runEngine(srv, sh, command, parallel) {
   const id = run.structuredContent.graphId;
   let st;
   do {
-    st = (await srv.call('tasks_status', { graphId: id, waitMs: 30_000, logTail: 0 })).structuredContent;
+    st = (await srv.call('tasks_status', { graphId: id, waitMs: 30_000, ...statusArgs })).structuredContent;
   } while (st.status === 'running');
   const wall = performance.now() - t0;
   const c1 = cpu(srv.pid);
@@ -140,7 +156,7 @@ async function runEngine(srv, sh, command, parallel) {
 
 // The runners for a graph of `command` (`true`, or another plain command). Each writes its
 // own files in dir.
-function runnersFor(srv, srvOld, dir, sh, command, parallel) {
+function runnersFor(bin, oldBin, dir, sh, command, parallel) {
   const j = String(parallel);
   const files = {
     'Makefile.shell': makefile(sh, '/bin/bash', `${command};`),
@@ -154,8 +170,9 @@ function runnersFor(srv, srvOld, dir, sh, command, parallel) {
     return runScript(dir, `ninja -f ${file} -j ${j} --quiet`);
   };
   const all = {
-    engine: () => runEngine(srv, sh, command, parallel),
-    'engine-old': srvOld && (() => runEngine(srvOld, sh, command, parallel)),
+    engine: () => runEngine({ bin }, sh, command, parallel),
+    'engine-tail0': () => runEngine({ bin }, sh, command, parallel, { logTail: 0 }),
+    'engine-old': oldBin && (() => runEngine({ bin: oldBin, name: OLD }, sh, command, parallel)),
     'make-shell': have('make') && (() => runScript(dir, `make -s -f Makefile.shell -j ${j} all`)),
     make: have('make') && (() => runScript(dir, `make -s -f Makefile.direct -j ${j} all`)),
     ninja: have('ninja') && ninja('build.ninja'),
@@ -166,8 +183,8 @@ function runnersFor(srv, srvOld, dir, sh, command, parallel) {
 }
 
 // runCase runs one graph with each runner, `reps` times, the order rotating.
-async function runCase(srv, srvOld, dir, sh, command, parallel, reps, only) {
-  let runners = runnersFor(srv, srvOld, dir, sh, command, parallel);
+async function runCase(bin, oldBin, dir, sh, command, parallel, reps, only) {
+  let runners = runnersFor(bin, oldBin, dir, sh, command, parallel);
   if (only) runners = Object.fromEntries(Object.entries(runners).filter(([n]) => only.includes(n)));
   const names = Object.keys(runners);
   const res = await interleave(runners, reps);
@@ -191,6 +208,7 @@ async function runCase(srv, srvOld, dir, sh, command, parallel, reps, only) {
     };
   }
   // Per repetition: engine ÷ make-shell of the same round.
+  if (res.make) c.pairedRatioMake = spread(res.engine.map((e, i) => e.wallMs / res.make[i].wallMs));
   if (res['make-shell']) {
     c.pairedRatio = spread(res.engine.map((e, i) => e.wallMs / res['make-shell'][i].wallMs));
     if (res['engine-old']) c.pairedRatioOld = spread(res['engine-old'].map((e, i) => e.wallMs / res['make-shell'][i].wallMs));
@@ -215,30 +233,16 @@ export async function runDag({ bin, oldBin, quick }) {
       { sh: fanout(100), command: 'sleep 0.05', reps: 3, only: ['engine', 'make-shell'] },
       { sh: layered(100, 10, 7), command: 'sleep 0.05', reps: 3, only: ['engine', 'make-shell'] },
     ];
-  const ws = tempDir('dag-ws');
-  const wsOld = oldBin && tempDir('dag-ws-old');
   const out = { parallel, cases: [] };
-  let srv;
-  let srvOld;
-  try {
-    srv = await start(harnessSpec(bin, ws, ['--max-parallel', String(parallel)]));
-    // The old build on a workspace of its own (its database may have another schema).
-    if (oldBin) srvOld = await start(harnessSpec(oldBin, wsOld, ['--max-parallel', String(parallel)], OLD));
-    for (const { sh, command, reps: n, only } of cases) {
-      const dir = tempDir('dag-tool');
-      try {
-        const c = await runCase(srv, srvOld, dir, sh, command, parallel, n, only && [...only, 'engine-old']);
-        log(`dag ${c.name}: ${Object.entries(c.runners).map(([k, v]) => `${k} ${v.wallMs.toFixed(0)} ms`).join(', ')}`);
-        out.cases.push(c);
-      } finally {
-        removeDir(dir);
-      }
+  for (const { sh, command, reps: n, only } of cases) {
+    const dir = tempDir('dag-tool');
+    try {
+      const c = await runCase(bin, oldBin, dir, sh, command, parallel, n, only && [...only, 'engine-old']);
+      log(`dag ${c.name}: ${Object.entries(c.runners).map(([k, v]) => `${k} ${v.wallMs.toFixed(0)} ms`).join(', ')}`);
+      out.cases.push(c);
+    } finally {
+      removeDir(dir);
     }
-  } finally {
-    await srv?.close();
-    await srvOld?.close();
-    removeDir(ws);
-    if (wsOld) removeDir(wsOld);
   }
   out.cpus = os.availableParallelism();
   return out;

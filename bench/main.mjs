@@ -21,6 +21,8 @@ import { runArchive } from './archive.mjs';
 import { runStore } from './store.mjs';
 import { runGoBench } from './gobench.mjs';
 import { runStartup } from './startup.mjs';
+import { runGrowth } from './growth.mjs';
+import { runSessions } from './sessions.mjs';
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
@@ -32,7 +34,7 @@ if (!argv.includes('--bin') || !bin || !fs.existsSync(bin)) {
 
 // --only a,b runs only the named comparisons (the step names below).
 const only = argv.includes('--only') ? argv[argv.indexOf('--only') + 1].split(',') : null;
-const steps = ['startup', 'terminal', 'dag-server', 'archive', 'store', 'go-bench'];
+const steps = ['startup', 'terminal', 'dag-server', 'growth', 'sessions', 'archive', 'store', 'go-bench'];
 for (const name of only || []) {
   if (!steps.includes(name)) {
     console.error(`--only: no comparison ${name} (there are ${steps.join(', ')})`);
@@ -78,6 +80,8 @@ const t0 = performance.now();
 await step('startup', () => runStartup({ bin, quick, old: oldBin ? [{ name: 'mcp-harness (old)', bin: oldBin }] : [] }));
 await step('terminal', () => runTerminal({ bin, oldBin, dc, quick }));
 await step('dag-server', () => runDag({ bin, oldBin, quick }));
+await step('growth', () => runGrowth({ bin, quick }));
+await step('sessions', () => runSessions({ bin, quick }));
 await step('archive', () => runArchive({ bin, oldBin, quick }));
 await step('store', () => runStore({ bin, quick }));
 await step('go-bench', () => runGoBench({ quick }));
@@ -161,13 +165,13 @@ if (term) {
   const b = term.bulk;
   if (b) {
     const mb = fmtMB(b.bytes);
-    const g = `Bulk output, ${mb} (\`yes\` lines), median of ${b.reps} (middle half)`;
+    const g = `Bulk output, ${mb} (\`head -c | tr | fold -w 100\`), median of ${b.reps} (middle half)`;
     const pty = b.shapes.pty;
     const pipe = b.shapes.pipe;
     const hp = pty['mcp-harness'];
     const fp = pty.floor;
     const rp = ratio(hp.ms.median, fp.ms.median);
-    row(g, 'through a terminal: shell_open + shell_io until exited, time', fmtSpread(hp.ms), 'PTY floor (python3 pty, plain read)', fmtSpread(fp.ms), fmtRatio(rp), '≤ 1.5', rp <= 1.5);
+    row(g, 'through a terminal: shell_open + shell_io until exited, time', fmtSpread(hp.ms), 'PTY floor (python3 pty, plain read)', fmtSpread(fp.ms), fmtRatio(rp), '≤ 1.2', rp <= 1.2);
     row(g, 'through a terminal: server peak RSS', fmtSpread(hp.peakKiB, fmtMiB), 'PTY floor, the reader\'s peak RSS', fmtSpread(fp.peakKiB, fmtMiB), '—', '≤ 32 MiB', hp.peakKiB.median <= 32 * 1024);
     const op = pty[OLD];
     if (op) {
@@ -211,6 +215,7 @@ if (dag) {
     const cmd = c.command;
     const label = {
       'engine-old': oldName,
+      'engine-tail0': 'mcp-harness, tasks_status with logTail 0 (fresh server each)',
       'make-shell': `make -j${j}, a bash per recipe (\`${cmd};\`)`,
       make: `make -j${j} exec'ing \`${cmd}\``,
       ninja: `ninja -j${j}, \`command = ${cmd}\` (sh -c)`,
@@ -220,13 +225,16 @@ if (dag) {
     const g = `DAG through the server (stdio, ${dag.parallel} slots, median of ${c.reps}, middle half)`;
     const h = c.runners.engine;
     const ms = c.runners['make-shell'];
-    const limit = c.command === 'true' ? (c.wide ? 1.0 : 1.1) : null;
+    const limit = c.command === 'true' ? 1.0 : null; // issue 29: ≤ 1.0x make with a bash, both shapes
     for (const [who, t] of Object.entries(c.runners)) {
       if (who === 'engine') continue;
       const r = ratio(h.wallMs, t.wallMs);
       const isBase = who === 'make-shell' && limit != null;
-      row(g, `${c.name}: wall time`, fmtSpread(h.wall), label[who] || who, fmtSpread(t.wall), fmtRatio(r), isBase ? `≤ ${limit.toFixed(1)}` : '—', isBase ? r <= limit : null);
+      const isMake = who === 'make' && limit != null && c.wide; // issue 29: ≤ 1.3x make exec'ing true
+      const target = isBase ? `≤ ${limit.toFixed(1)}` : isMake ? '≤ 1.3' : '—';
+      row(g, `${c.name}: wall time`, fmtSpread(h.wall), label[who] || who, fmtSpread(t.wall), fmtRatio(r), target, isBase ? r <= limit : isMake ? r <= 1.3 : null);
     }
+    if (c.pairedRatioMake) row(g, `${c.name}: engine ÷ make exec'ing, per repetition`, fmtSpread(c.pairedRatioMake, (x) => x.toFixed(2)), '—', '—', '—');
     if (c.pairedRatio) row(g, `${c.name}: engine ÷ make-shell, per repetition`, fmtSpread(c.pairedRatio, (x) => x.toFixed(2)), '—', '—', '—');
     const eo = c.runners['engine-old'];
     if (c.pairedRatioOld) row(g, `${c.name}: old build ÷ make-shell, per repetition`, fmtSpread(c.pairedRatioOld, (x) => x.toFixed(2)), '—', '—', '—');
@@ -243,6 +251,34 @@ if (dag) {
         eo && `${fmtSpread(eo.wall)} (${fmtRatio(ratio(eo.wallMs, ms.wallMs))}x make with a shell); server CPU ${(eo.serverCpu.median / c.tasks).toFixed(2)} ms a task`);
     }
   }
+}
+
+const growth = results.growth;
+if (growth) {
+  const g = `Growth: N tasks (a gate and N-1 behind it), each on a fresh server (--max-tasks 100000), median of ${growth.reps}`;
+  const sz = growth.sizes;
+  const ns = Object.keys(sz).map(Number);
+  for (const n of ns) {
+    const x = sz[n];
+    row(g, `${n.toLocaleString('en-US')} tasks: tasks_run per task`, fmtSpread(x.runUsPerTask, fmtUs), '—', '—', '—');
+    row(g, `${n.toLocaleString('en-US')} tasks: a default tasks_status page (${x.pageTasks} tasks shown, median of ${growth.calls} calls)`, fmtSpread(x.pageMs), '—', '—', '—');
+    row(g, `${n.toLocaleString('en-US')} tasks: server RSS after the page; peak RSS`, `${fmtMiB(x.rssKiB.median)}; peak ${fmtMiB(x.peakKiB.median)}`, '—', '—', '—', n === 100000 ? '≤ 64 MiB' : '—', n === 100000 ? x.rssKiB.median <= 64 * 1024 : null);
+  }
+  if (sz[100000] && sz[10000]) {
+    const r = ratio(sz[100000].runUsPerTask.median, sz[10000].runUsPerTask.median);
+    row(g, 'tasks_run per task, 100,000 vs 10,000', fmtUs(sz[100000].runUsPerTask.median), '10,000 tasks', fmtUs(sz[10000].runUsPerTask.median), fmtRatio(r), '≤ 1.2', r <= 1.2);
+  }
+  const big = sz[100000] || sz[ns[ns.length - 1]];
+  if (sz[1000] && big !== sz[1000]) {
+    const r = ratio(big.pageMs.median, sz[1000].pageMs.median);
+    row(g, `default tasks_status page, ${ns[ns.length - 1].toLocaleString('en-US')} vs 1,000 tasks`, fmtMs(big.pageMs.median), '1,000 tasks', fmtMs(sz[1000].pageMs.median), fmtRatio(r), '≤ 1.2', r <= 1.2);
+  }
+}
+
+const ses = results.sessions;
+if (ses) {
+  const r = ratio(ses.manyMs.median, ses.oneMs.median);
+  row(`Sessions: ${ses.busy} busy (a line every 10 ms each), ${ses.rounds} rounds of ${ses.tripsPerRound}`, 'interactive round trip p50 (middle half)', fmtSpread(ses.manyMs), 'one session alone', fmtSpread(ses.oneMs), fmtRatio(r), '≤ 1.5', r <= 1.5);
 }
 
 const arch = results.archive;

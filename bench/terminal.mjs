@@ -180,8 +180,9 @@ async function openShell(srv) {
   };
 }
 
-// The bulk producer: `bytes` bytes of 80-byte lines, then a marker line.
-const bulkCommand = (bytes) => `yes ${'x'.repeat(79)} | head -c ${bytes}; echo; echo BULK-DONE`;
+// The bulk producer: `bytes` bytes of output, then a marker line.
+// The shape agents produce (issue 29): 100-byte lines, the last one unended, then a marker.
+const bulkCommand = (bytes) => `head -c ${bytes} /dev/zero | tr '\\0' a | fold -w 100; echo; echo BULK-DONE`;
 
 // The floors: the same producer read by a plain program as fast as it can, under a
 // terminal (a PTY from python3's pty module, as a terminal emulator would read it) or on a

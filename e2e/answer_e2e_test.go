@@ -2,13 +2,17 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/rand"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
@@ -93,10 +97,18 @@ func TestAnswer_E2E_readSecret(t *testing.T) {
 		t.Errorf("the command for the person = %q, want %q", cmd, want)
 	}
 
-	term := startPersonTerm(t, 100, 30)
+	term := startPersonTerm(t, 200, 30)
 	term.typeLine(cmd)
-	lines := term.waitScreen("the question", screenHas(id+" (exec bash --norc --noprofile -i) asks for a password (it will not be shown):", "\nPassword:"))
+	// The process that asks: the session's shell, its read builtin.
+	lines := term.waitScreen("the question", screenHas(id+": ", "bash --norc --noprofile -i (pid ", "bash) asks for a password (it will not be shown):", "\nPassword:"))
 	t.Logf("answer, asking (capture-pane):\n%s", strings.Join(lines, "\n"))
+
+	// The agent cannot type into the session while the person answers: its keys could
+	// end the question and ask another in its place.
+	res = s.toolCall("shell_io", map[string]any{"sessionId": id, "keys": []string{"C-c"}, "timeoutMs": 1000})
+	if text := resultText(res); res["isError"] != true || !strings.HasPrefix(text, "BUSY: ") || !strings.Contains(text, "mcp-harness answer") {
+		t.Errorf("the agent's C-c while a person answers: %s; want BUSY naming mcp-harness answer", text)
+	}
 
 	// Someone else tries to answer meanwhile.
 	other := startPersonTerm(t, 100, 10)
@@ -130,7 +142,8 @@ func TestAnswer_E2E_readSecret(t *testing.T) {
 // sudo asks a user's password: the person answers it, sudo runs the command. sudo refuses
 // to raise privileges under no_new_privs, which the sandbox sets, so the server runs with
 // --sandbox off; as root sudo asks no password, so the session is a test user's, made for
-// the test (useradd, chpasswd) with a sudoers.d rule for one command, both removed after.
+// the test (useradd, chpasswd, a random password) with a sudoers.d rule for one command,
+// both removed after, and at the start of the next run if a killed run left them.
 func TestAnswer_E2E_sudo(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make a test user and a sudoers rule")
@@ -140,10 +153,11 @@ func TestAnswer_E2E_sudo(t *testing.T) {
 			t.Skipf("%s is not installed", tool)
 		}
 	}
-	const secret = "c0rrect-Horse-Battery"
-	user := fmt.Sprintf("mcpht%d", os.Getpid()%100000)
+	removeTestUsers(t)
+	secret := "c0rrect-" + rand.Text()
+	user := fmt.Sprintf("%s%d", testUserPrefix, os.Getpid()) // at most 12 characters: a pid has at most 7 digits
 	if out, err := exec.Command("useradd", "-M", "-d", "/nonexistent", "-s", "/bin/bash", user).CombinedOutput(); err != nil {
-		t.Skipf("useradd: %v: %s", err, out)
+		t.Fatalf("useradd %s: %v: %s", user, err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("userdel", "-f", user).Run() })
 	chpasswd := exec.Command("chpasswd")
@@ -151,13 +165,25 @@ func TestAnswer_E2E_sudo(t *testing.T) {
 	if out, err := chpasswd.CombinedOutput(); err != nil {
 		t.Fatalf("chpasswd: %v: %s", err, out)
 	}
-	rule := filepath.Join("/etc/sudoers.d", "mcp-harness-e2e-"+user)
-	if err := os.WriteFile(rule, []byte(user+" ALL=(root) /usr/bin/id\n"), 0o440); err != nil {
+	// The rule is written and checked under a name sudo skips (it holds a '.'), then
+	// renamed into place: sudo never reads a rule that visudo has not passed.
+	rule := filepath.Join(sudoersDir, testRulePrefix+user)
+	tmp, err := os.CreateTemp(sudoersDir, "."+testRulePrefix+user+"-*.tmp")
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Remove(rule) })
-	if out, err := exec.Command("visudo", "-cf", rule).CombinedOutput(); err != nil {
-		t.Fatalf("visudo -cf %s: %v: %s", rule, err, out)
+	t.Cleanup(func() { os.Remove(tmp.Name()); os.Remove(rule) })
+	if _, err := tmp.WriteString(user + " ALL=(root) /usr/bin/id\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(tmp.Chmod(0o440), tmp.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("visudo", "-cf", tmp.Name()).CombinedOutput(); err != nil {
+		t.Fatalf("visudo -cf %s: %v: %s", tmp.Name(), err, out)
+	}
+	if err := os.Rename(tmp.Name(), rule); err != nil {
+		t.Fatal(err)
 	}
 
 	ws := t.TempDir()
@@ -177,9 +203,10 @@ func TestAnswer_E2E_sudo(t *testing.T) {
 	}
 	cmd := askedCommand(t, res)
 
-	term := startPersonTerm(t, 100, 30)
+	term := startPersonTerm(t, 250, 30)
 	term.typeLine(cmd)
-	lines := term.waitScreen("sudo's question", screenHas("asks for a password (it will not be shown):", "password for "+user+":"))
+	// sudo asks, and the person is told it is setuid and passes the answer on.
+	lines := term.waitScreen("sudo's question", screenHas(id+": sudo /usr/bin/id -un (pid ", "sudo, setuid, a relay: the answer goes on to another program or machine) asks for a password (it will not be shown):", "password for "+user+":"))
 	t.Logf("answer to sudo, asking (capture-pane):\n%s", strings.Join(lines, "\n"))
 	term.tmux("send-keys", "-l", secret)
 	term.keys("Enter")
@@ -190,4 +217,58 @@ func TestAnswer_E2E_sudo(t *testing.T) {
 	}
 	checkNoSecret(t, secret, s, ws, term)
 	s.toolCall("shell_close", map[string]any{"sessionId": id, "graceMs": 0})
+}
+
+// What TestAnswer_E2E_sudo makes, by name: a run that was killed leaves them behind.
+const (
+	testUserPrefix = "mcpht"
+	testRulePrefix = "mcp-harness-e2e-"
+	sudoersDir     = "/etc/sudoers.d"
+)
+
+// removeTestUsers removes what earlier runs of TestAnswer_E2E_sudo left: their sudoers
+// rules (the temporary ones too) and their users. A leftover is no reason to skip. Each
+// run names its user after its own pid (mcpht<pid>), and what belongs to a run that is
+// still going (another `go test` on this machine) is left alone: removing its user would
+// fail it.
+func removeTestUsers(t *testing.T) {
+	t.Helper()
+	entries, err := os.ReadDir(sudoersDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(strings.TrimPrefix(e.Name(), "."), testRulePrefix)
+		if ok && !runGoing(rest) {
+			if err := os.Remove(filepath.Join(sudoersDir, e.Name())); err != nil {
+				t.Fatalf("remove a leftover sudoers rule: %v", err)
+			}
+			t.Logf("removed a leftover sudoers rule, %s", e.Name())
+		}
+	}
+	passwd, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(passwd)) {
+		name, _, _ := strings.Cut(line, ":")
+		if strings.HasPrefix(name, testUserPrefix) && !runGoing(name) {
+			if out, err := exec.Command("userdel", "-f", name).CombinedOutput(); err != nil {
+				t.Fatalf("remove the leftover test user %s: %v: %s", name, err, out)
+			}
+			t.Logf("removed a leftover test user, %s", name)
+		}
+	}
+}
+
+// runGoing reports whether what is named name (a test user, mcpht<pid>, or a rule named
+// after one, with a suffix after '-') belongs to a run whose process still runs. A name
+// without a pid (an older run's) belongs to none.
+func runGoing(name string) bool {
+	user, _, _ := strings.Cut(name, "-")
+	pid, err := strconv.Atoi(strings.TrimPrefix(user, testUserPrefix))
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
 }

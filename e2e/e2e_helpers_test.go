@@ -33,6 +33,9 @@ var binPath string
 const mainPackage = "github.com/mcp-harness/mcp-harness"
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(fakeOperatorEnv); dir != "" {
+		os.Exit(fakeOperator(dir)) // this test binary, started as a fake server (fakeop_e2e_test.go)
+	}
 	dir, err := os.MkdirTemp("", "mcp-harness-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -529,6 +529,14 @@ func TestOperator_OwnerGone(t *testing.T) {
 		map[string]any{"id": "long", "command": "echo started; echo $$ > long.pid; exec sleep 1000"},
 	}})
 	pid := readPid(t, filepath.Join(ws, "long.pid"))
+	// The server copies a task's output from a pipe into its log: "started" is written
+	// before the pid, but is in the log only once the server has copied it, and a server
+	// killed before then takes it with it.
+	logPath := filepath.Join(ws, workspace.StateDirName, "logs", g, "long.log")
+	waitFor(t, "started in the task's log", func() bool {
+		b, _ := os.ReadFile(logPath)
+		return string(b) == "started\n"
+	})
 	s.signal(syscall.SIGKILL)
 	s.waitExit()
 	waitGone(t, pid) // the task dies with its server (parent-death signal)

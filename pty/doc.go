@@ -222,10 +222,15 @@
 //     count the viewers. List and Get report PersonTyped without clearing it.
 //   - Ask takes a session's one pending answer (ErrAnswerPending for a second) when its
 //     program waits for input now, judged as a wait judges "input" (the output quiet, the
-//     kernel's view of the reader, the terminal's modes); Answer.Send writes the line and
-//     a carriage return only if the program still waits for the same kind of input
-//     (else a NotAskingError with Changed, nothing written). Nothing here logs what a
-//     person typed.
+//     kernel's view of the reader, the terminal's modes), and records the question: its
+//     kind and prompt, the foreground group, the process that reads (Asker: pid and
+//     start time, executable, command line, setuid, relay) and the input sequence.
+//     Answer.Send writes the line and a carriage return only if all of them are as they
+//     were, checked again under the lock that notes the write (else a NotAskingError
+//     with Changed and Why, nothing written). Meanwhile the agent's input is refused
+//     (AnswerPendingError, a BUSY): it could end the question and ask another in its
+//     place. The program that asks is trusted to be what it says. Nothing here logs
+//     what a person typed.
 //   - Overview is List with what each session does now (SessionState, and what a program
 //     waits for): the kernel asked about every live session side by side, each given
 //     overviewWait for its output to go quiet.

@@ -109,6 +109,9 @@ func (s *session) beginExchange(op string, in Input, ro readOpts, opening bool) 
 	if (len(in.Data) > 0 || in.Run != "") && s.status.exited {
 		return b, fmt.Errorf("%s: session %q: %w (%s); read without input to get its remaining output, or close it", op, s.id, ErrExited, s.status)
 	}
+	if (len(in.Data) > 0 || in.Run != "") && s.answering {
+		return b, fmt.Errorf("%s: %w", op, &AnswerPendingError{Session: s.id}) // see ask.go
+	}
 	switch {
 	case in.Run != "":
 		// Recorded by prepareRun, once the shell is at its prompt.

@@ -127,6 +127,7 @@ func (s *session) foreground() (foregroundRead, bool) {
 		// scheduled, and /proc still shows the read it is about to return from.
 		return foregroundRead{}, false
 	}
+	fg.pgrp = pgrp
 	return fg, true
 }
 

@@ -80,8 +80,14 @@ func NewManager(cfg Config) *Manager {
 //
 // When MaxSessions sessions exist, the oldest exited one is evicted to make room; if none
 // has exited, Open fails with a *LimitError. A failed Open, or one whose ctx ends during
-// the first wait, leaves no session and no process behind.
+// the first wait, leaves no session and no process behind. The session's owner is ""
+// (see Owned).
 func (m *Manager) Open(ctx context.Context, o OpenOptions, r ReadOptions) (ReadResult, error) {
+	return m.open(ctx, "", o, r)
+}
+
+// open is Open of a session that owner owns.
+func (m *Manager) open(ctx context.Context, owner string, o OpenOptions, r ReadOptions) (ReadResult, error) {
 	const op = "pty.Open"
 	ro, err := resolveRead(op, r)
 	if err != nil {
@@ -106,7 +112,7 @@ func (m *Manager) Open(ctx context.Context, o OpenOptions, r ReadOptions) (ReadR
 		return ReadResult{}, fmt.Errorf("%s: %w", op, err)
 	}
 
-	seq, evicted, err := m.reserve(op)
+	seq, evicted, err := m.reserve(op, owner)
 	if err != nil {
 		return ReadResult{}, err
 	}
@@ -130,6 +136,7 @@ func (m *Manager) Open(ctx context.Context, o OpenOptions, r ReadOptions) (ReadR
 	if err != nil {
 		return ReadResult{}, fmt.Errorf("%s: %w", op, err)
 	}
+	s.owner = owner // before the session is published, never changed after
 	m.mu.Lock()
 	m.pending--
 	registered = true
@@ -157,14 +164,15 @@ func (m *Manager) Open(ctx context.Context, o OpenOptions, r ReadOptions) (ReadR
 		}
 		return ReadResult{}, err
 	}
-	s.addScreen(&res, r.Screen)
+	s.addScreen(&res, r)
 	return res, nil
 }
 
-// reserve takes a slot for a new session (evicting the oldest exited session when all
-// are taken) and its sequence number, which names it, and counts the Open in wg so
-// Shutdown waits for it.
-func (m *Manager) reserve(op string) (seq int, evicted *session, err error) {
+// reserve takes a slot for a new session of owner (evicting the oldest exited session
+// when all are taken: owner's own first) and its sequence number, which names it, and
+// counts the Open in wg so Shutdown waits for it. The sessions a *LimitError names are
+// owner's only.
+func (m *Manager) reserve(op, owner string) (seq int, evicted *session, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -173,15 +181,24 @@ func (m *Manager) reserve(op string) (seq int, evicted *session, err error) {
 	if len(m.sessions)+m.pending >= m.cfg.MaxSessions {
 		ss := m.sortedLocked()
 		var exited, live []string
+		var others *session // the oldest exited session of another owner
 		for _, s := range ss {
-			if s.hasExited() {
+			switch {
+			case s.owner != owner:
+				if others == nil && s.hasExited() {
+					others = s
+				}
+			case s.hasExited():
 				if evicted == nil {
 					evicted = s
 				}
 				exited = append(exited, s.id)
-			} else {
+			default:
 				live = append(live, s.id)
 			}
+		}
+		if evicted == nil {
+			evicted = others
 		}
 		if evicted == nil {
 			return 0, nil, fmt.Errorf("%s: %w", op, &LimitError{Max: m.cfg.MaxSessions, Closable: append(exited, live...)})
@@ -203,17 +220,24 @@ func (m *Manager) sortedLocked() []*session {
 	return ss
 }
 
-func (m *Manager) get(op, id string) (*session, error) {
+// get finds session id, whoever owns it.
+func (m *Manager) get(op, id string) (*session, error) { return m.getAs(op, anyOwner, id) }
+
+// getAs finds session id if sc sees it; the error for one it does not see is the one for
+// an id that does not exist, and names only the sessions sc sees.
+func (m *Manager) getAs(op string, sc scope, id string) (*session, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return nil, fmt.Errorf("%s: %w", op, ErrClosed)
 	}
 	s, ok := m.sessions[id]
-	if !ok {
+	if !ok || !sc.sees(s) {
 		ids := make([]string, 0, len(m.sessions))
 		for _, s := range m.sortedLocked() {
-			ids = append(ids, s.id)
+			if sc.sees(s) {
+				ids = append(ids, s.id)
+			}
 		}
 		open := "none"
 		if len(ids) > 0 {
@@ -240,6 +264,11 @@ func (m *Manager) get(op, id string) (*session, error) {
 // has exited is refused with ErrExited. The arguments are checked before the session is
 // looked up, so a call refused for its arguments neither resizes nor writes.
 func (m *Manager) IO(ctx context.Context, id string, in Input, r ReadOptions) (ReadResult, error) {
+	return m.io(ctx, anyOwner, id, in, r)
+}
+
+// io is IO of a session that sc sees.
+func (m *Manager) io(ctx context.Context, sc scope, id string, in Input, r ReadOptions) (ReadResult, error) {
 	const op = "pty.IO"
 	ro, err := resolveRead(op, r)
 	if err != nil {
@@ -262,7 +291,7 @@ func (m *Manager) IO(ctx context.Context, id string, in Input, r ReadOptions) (R
 			return ReadResult{}, err
 		}
 	}
-	s, err := m.get(op, id)
+	s, err := m.getAs(op, sc, id)
 	if err != nil {
 		return ReadResult{}, err
 	}
@@ -279,7 +308,7 @@ func (m *Manager) IO(ctx context.Context, id string, in Input, r ReadOptions) (R
 	}
 	res, err := m.exchange(ctx, op, s, in, ro, false)
 	if err == nil {
-		s.addScreen(&res, r.Screen)
+		s.addScreen(&res, r)
 	}
 	m.noteMembersLater(s)
 	return res, err
@@ -362,6 +391,11 @@ func resize(op string, s *session, cols, rows int) error {
 // number 1..64 (SIGHUP for the usual close; ParseSignal reads a name), and grace is
 // 0..MaxGrace (DefaultGrace for the usual close), where zero sends SIGKILL right after sig.
 func (m *Manager) Close(ctx context.Context, id string, sig syscall.Signal, grace time.Duration) (CloseResult, error) {
+	return m.close(ctx, anyOwner, id, sig, grace)
+}
+
+// close is Close of a session that sc sees.
+func (m *Manager) close(ctx context.Context, sc scope, id string, sig syscall.Signal, grace time.Duration) (CloseResult, error) {
 	const op = "pty.Close"
 	if sig < 1 || sig > 64 {
 		return CloseResult{}, invalidf(op, "signal %d is not a signal number 1..64; SIGHUP (1) is the usual one to close with", int(sig))
@@ -369,7 +403,7 @@ func (m *Manager) Close(ctx context.Context, id string, sig syscall.Signal, grac
 	if grace < 0 || grace > MaxGrace {
 		return CloseResult{}, invalidf(op, "grace must be 0s..%v, got %v", MaxGrace, grace)
 	}
-	s, err := m.get(op, id)
+	s, err := m.getAs(op, sc, id)
 	if err != nil {
 		return CloseResult{}, err
 	}
@@ -391,9 +425,12 @@ func (m *Manager) Close(ctx context.Context, id string, sig syscall.Signal, grac
 }
 
 // List describes every session not yet closed, exited ones included, oldest first.
-func (m *Manager) List() []Info {
+func (m *Manager) List() []Info { return m.list(anyOwner) }
+
+// list is List of the sessions sc sees.
+func (m *Manager) list(sc scope) []Info {
 	m.mu.Lock()
-	ss := m.sortedLocked()
+	ss := slices.DeleteFunc(m.sortedLocked(), func(s *session) bool { return !sc.sees(s) })
 	m.mu.Unlock()
 	infos := make([]Info, len(ss))
 	for i, s := range ss {

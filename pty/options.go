@@ -185,6 +185,8 @@ type ReadOptions struct {
 	WaitPort int
 	// Screen adds what the terminal shows after the output read (ReadResult.Screen).
 	Screen bool
+	// Styled, with Screen, adds each row's colours and attributes (Screen.Styles).
+	Styled bool
 }
 
 // Input is what IO sends to a session before it reads.

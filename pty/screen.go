@@ -23,6 +23,9 @@ type Screen struct {
 	AltScreen bool
 	// Title is the window title the program last set, "" if none.
 	Title string
+	// Styles holds, when ReadOptions.Styled asked for them, each row's runs of styled
+	// cells (colours and attributes), beside Lines; nil otherwise.
+	Styles [][]vt.Run
 }
 
 // MaxScreenCells is the largest terminal (cols x rows) a session keeps an emulator for.
@@ -324,6 +327,11 @@ func (t *term) firstCPR() (int64, bool) {
 // goroutine may have drawn more meanwhile (output that arrived after target): the
 // emulator only goes forward.
 func (t *term) snapshot(target int64) (*Screen, bool) {
+	return t.snapshotStyled(target, false)
+}
+
+// snapshotStyled is snapshot, with the rows' style runs when styled.
+func (t *term) snapshotStyled(target int64, styled bool) (*Screen, bool) {
 	t.mu.Lock()
 	// Scan to target only, dropping answers past the bound rather than sending them a
 	// batch at a time: each batch may wait answerTimeout for a program that does not read
@@ -340,6 +348,9 @@ func (t *term) snapshot(target int64) (*Screen, bool) {
 	scr := &Screen{
 		Cols: cols, Rows: rows, Lines: t.emu.Lines(make([]string, 0, rows)),
 		CursorRow: row, CursorCol: col, AltScreen: t.emu.AltScreen(), Title: t.emu.Title(),
+	}
+	if styled {
+		scr.Styles = t.emu.Styles(make([][]vt.Run, 0, rows))
 	}
 	t.flush()
 	return scr, true
@@ -392,12 +403,22 @@ func (s *session) checkScreen(op string, want bool, cols, rows int) error {
 	return nil
 }
 
-// addScreen sets res.Screen when asked for: the screen once the output up to res.Cursor
-// is drawn. It stays nil if a concurrent resize made the terminal too large meanwhile.
-func (s *session) addScreen(res *ReadResult, want bool) {
-	if want && s.term != nil {
-		res.Screen, _ = s.term.snapshot(res.Cursor)
+// addScreen sets res.Screen when r asks for it: the screen once the output up to
+// res.Cursor is drawn. A re-read (End) gets the screen as it is now, drawn up to the end
+// of the output: the emulator never goes back, so no older screen could be given, and a
+// re-read is what a watcher (an MCP App's view) refreshes with, since it moves no
+// cursor. It stays nil if a concurrent resize made the terminal too large meanwhile.
+func (s *session) addScreen(res *ReadResult, r ReadOptions) {
+	if !r.Screen || s.term == nil {
+		return
 	}
+	target := res.Cursor
+	if r.End != nil {
+		s.mu.Lock()
+		target = s.ring.End()
+		s.mu.Unlock()
+	}
+	res.Screen, _ = s.term.snapshotStyled(target, r.Styled)
 }
 
 // maxWidths bounds the width changes a session remembers: a client resizing on every call

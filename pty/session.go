@@ -40,6 +40,7 @@ type session struct {
 	kind                   shellKind
 	policy                 sandbox.Policy // what confines the program
 	history                string         // the shell's history file (historyVars), removed at close
+	owner                  string         // the principal that opened it (Owned); set before it is published
 
 	// filter takes the integration marks out of the output; only readLoop uses it.
 	filter marks.Filter

@@ -180,7 +180,8 @@ func pasteBytes(text []byte) []byte {
 	return out
 }
 
-// reread returns exactly the bytes [Since, End) and waits for nothing.
+// reread returns exactly the bytes [Since, End) and waits for nothing; it moves no
+// cursor and consumes no notice.
 func (s *session) reread(op string, ro readOpts, res ReadResult) (ReadResult, error) {
 	s.mu.Lock()
 	end := s.ring.End()
@@ -191,7 +192,10 @@ func (s *session) reread(op string, ro readOpts, res ReadResult) (ReadResult, er
 	st := s.status
 	ready := s.sh.promptReady(s.lastOutput, time.Now())
 	res.Integration = s.sh.integrated()
-	s.personSeenLocked(&res)
+	// A re-read reports the people at the session but takes no notice of them: like the
+	// cursor, the notice that a person typed stays for the agent's next read, which a
+	// watcher re-reading (an MCP App's view) must not steal.
+	res.Viewers, res.PersonTyped = len(s.viewers), s.personInputs != s.personSeen
 	var from int64
 	res.Output, res.OmittedBytes, from = s.outputText(*ro.since, *ro.end, ro.maxBytes, ro.raw, true, false) // releases s.mu
 
@@ -229,8 +233,11 @@ func (s *session) listensOn(port int) bool {
 
 // Get describes one session like List does, with its last commands (at most 100, oldest
 // first) when its shell is integrated.
-func (m *Manager) Get(id string) (Info, error) {
-	s, err := m.get("pty.Get", id)
+func (m *Manager) Get(id string) (Info, error) { return m.info(anyOwner, id) }
+
+// info is Get of a session that sc sees.
+func (m *Manager) info(sc scope, id string) (Info, error) {
+	s, err := m.getAs("pty.Get", sc, id)
 	if err != nil {
 		return Info{}, err
 	}

@@ -346,11 +346,25 @@ type renderedView struct {
 // agent's call does not take the program's read of it for a question; once some of it
 // went in, the agent's next result says a person typed.
 func (s *session) personWrite(ctx context.Context, op string, p []byte) (int, error) {
+	return s.personWriteIf(ctx, op, p, nil)
+}
+
+// personWriteIf is personWrite on a condition: check, when not nil, is called with s.mu
+// held just before the input is noted, and an error from it refuses the write. What is
+// checked there cannot change before the write is noted (an answer's: no input came
+// since the question was looked at).
+func (s *session) personWriteIf(ctx context.Context, op string, p []byte, check func() error) (int, error) {
 	s.mu.Lock()
 	if s.status.exited || s.closed {
 		st := s.status
 		s.mu.Unlock()
 		return 0, fmt.Errorf("%s: session %q: %w (%s)", op, s.id, ErrExited, st)
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			s.mu.Unlock()
+			return 0, err
+		}
 	}
 	s.noteInputLocked()
 	s.mu.Unlock()

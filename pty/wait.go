@@ -67,6 +67,7 @@ type foregroundRead struct {
 	pid    int
 	kind   InputKind
 	opaque bool // a relay whose far side is out of sight waits: see relayQuiet
+	pgrp   int  // the session's terminal's foreground process group (the reader may be outside it)
 }
 
 // await waits for the first of the reasons IO documents and returns it. The waiting is

@@ -36,15 +36,24 @@ func (db *DB) MarkReaped(ctx context.Context, id string) error {
 // Takeover is what AdoptGraphs did to one graph of a gone runner.
 type Takeover struct {
 	Graph     GraphRow
-	Restarted []TaskRow // tasks that were running under the gone runner, now failed
+	Restarted []TaskRow // local tasks that were running under the gone runner, now failed
+	// Remote are the remote tasks (a pod on Kubernetes) that were running under the gone
+	// runner: still running, since their work does not die with a runner, for the adopter
+	// to re-attach to.
+	Remote []TaskRow
 }
+
+// localTask selects, in SQL, the tasks whose processes run on this machine (a task
+// recorded before executors existed is one).
+const localTask = `COALESCE(executor, 'local') = 'local'`
 
 // ErrRenewed reports an adoption given up because the runner judged gone renewed its lease
 // after it was judged: it is alive after all, and keeps its graphs.
 var ErrRenewed = errors.New("the runner renewed its lease after it was judged gone")
 
 // AdoptGraphs moves every unfinished graph of the gone runner to the runner adopter, in one
-// transaction: its running tasks become failed with errorCode code and message, and the
+// transaction: its running local tasks become failed with errorCode code and message (a
+// remote task keeps running, and is listed for the adopter to re-attach to), and the
 // graph's runner changes. A graph another runner adopted first is left out, so exactly one
 // runner adopts each graph even when several reconcile at once.
 //
@@ -100,14 +109,22 @@ func (db *DB) AdoptGraphs(ctx context.Context, gone Runner, adopter, code, messa
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'failed', error_code = ?, message = ?, finished_at = ?
-				WHERE graph_id = ? AND status = 'running'`, code, message, now, g.ID); err != nil {
+				WHERE graph_id = ? AND status = 'running' AND `+localTask, code, message, now, g.ID); err != nil {
 				return err
 			}
 			if err := touchGraph(ctx, tx, g.ID, now); err != nil {
 				return err
 			}
 			g.RunnerID = adopter
-			out = append(out, Takeover{Graph: g, Restarted: running})
+			to := Takeover{Graph: g}
+			for _, t := range running {
+				if t.Executor == "" || t.Executor == "local" {
+					to.Restarted = append(to.Restarted, t)
+				} else {
+					to.Remote = append(to.Remote, t)
+				}
+			}
+			out = append(out, to)
 		}
 		return nil
 	})
@@ -121,14 +138,18 @@ type Artifact struct {
 	Bytes     int64
 	SHA256    string
 	CreatedAt time.Time
+	// LogIndex is, for an artifact in object storage, where each log's compressed bytes
+	// are in it (JSON, written and read by package tasks); "" for a local file.
+	LogIndex string
 }
 
 // RecordArtifact records (or replaces) a graph's artifact.
 func (db *DB) RecordArtifact(ctx context.Context, a Artifact) error {
 	return db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO artifacts (graph_id, path, bytes, sha256, created_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT(graph_id) DO UPDATE SET path = excluded.path, bytes = excluded.bytes, sha256 = excluded.sha256, created_at = excluded.created_at`,
-			a.GraphID, a.Path, a.Bytes, a.SHA256, millis(a.CreatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO artifacts (graph_id, path, bytes, sha256, created_at, log_index) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT(graph_id) DO UPDATE SET path = excluded.path, bytes = excluded.bytes, sha256 = excluded.sha256,
+			created_at = excluded.created_at, log_index = excluded.log_index`,
+			a.GraphID, a.Path, a.Bytes, a.SHA256, millis(a.CreatedAt), nullString(a.LogIndex))
 		return err
 	})
 }
@@ -137,8 +158,8 @@ func (db *DB) RecordArtifact(ctx context.Context, a Artifact) error {
 func (db *DB) GetArtifact(ctx context.Context, graphID string) (Artifact, error) {
 	a := Artifact{GraphID: graphID}
 	var created int64
-	err := db.sql.QueryRowContext(ctx, `SELECT path, bytes, sha256, created_at FROM artifacts WHERE graph_id = ?`, graphID).
-		Scan(&a.Path, &a.Bytes, &a.SHA256, &created)
+	err := db.sql.QueryRowContext(ctx, `SELECT path, bytes, sha256, created_at, COALESCE(log_index, '') FROM artifacts WHERE graph_id = ?`, graphID).
+		Scan(&a.Path, &a.Bytes, &a.SHA256, &created, &a.LogIndex)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Artifact{}, fmt.Errorf("artifact of %s: %w", graphID, ErrNotFound)
 	}

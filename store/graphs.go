@@ -27,6 +27,7 @@ type GraphRow struct {
 	FinishedAt     *time.Time // set once every task is terminal
 	Version        int64      // bumped on every task state change
 	ExpiredAt      *time.Time // set when its live logs were removed after the retention
+	Snapshot       string     // the sha256 of the workspace snapshot its remote tasks get; "" = none made yet
 }
 
 // TaskRow is a stored task: its spec and its current state.
@@ -43,6 +44,9 @@ type TaskRow struct {
 	// Sandbox and Network are the policy the task was accepted under ("" for a task
 	// recorded before the sandbox existed).
 	Sandbox, Network string
+	// Executor is where the task runs ("" for a task recorded before executors existed:
+	// local); CPU and Memory are what its pod asks for ("" = nothing asked).
+	Executor, CPU, Memory string
 	TaskState
 }
 
@@ -59,6 +63,10 @@ type TaskState struct {
 	ProcStart  *uint64
 	StartedAt  *time.Time
 	FinishedAt *time.Time
+	// Job, Pod and Node name where a remote attempt runs (nil until known, and for a
+	// local task); LogStart is the byte of the log where the attempt's output starts.
+	Job, Pod, Node *string
+	LogStart       *int64
 }
 
 // TaskUpdate sets a task's state.
@@ -107,8 +115,9 @@ func (db *DB) InsertGraph(ctx context.Context, g GraphRow, tasks []TaskRow) (sto
 			return fmt.Errorf("insert graph: %w", err)
 		}
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO tasks
-			(graph_id, id, seq, command, cwd, env, depends_on, timeout_sec, retries, status, sandbox, network)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			(graph_id, id, seq, command, cwd, env, depends_on, timeout_sec, retries, status, sandbox, network,
+			executor, cpu, memory)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -117,7 +126,8 @@ func (db *DB) InsertGraph(ctx context.Context, g GraphRow, tasks []TaskRow) (sto
 			env, _ := json.Marshal(nonNilMap(t.Env))
 			deps, _ := json.Marshal(nonNilSlice(t.DependsOn))
 			if _, err := stmt.ExecContext(ctx, g.ID, t.ID, t.Seq, t.Command, t.Cwd, string(env), string(deps),
-				t.TimeoutSec, t.Retries, t.Status, nullString(t.Sandbox), nullString(t.Network)); err != nil {
+				t.TimeoutSec, t.Retries, t.Status, nullString(t.Sandbox), nullString(t.Network),
+				nullString(t.Executor), nullString(t.CPU), nullString(t.Memory)); err != nil {
 				return fmt.Errorf("insert task %s: %w", t.ID, err)
 			}
 		}
@@ -132,7 +142,8 @@ func (db *DB) InsertGraph(ctx context.Context, g GraphRow, tasks []TaskRow) (sto
 }
 
 const updateTaskSQL = `UPDATE tasks SET status = ?, error_code = ?, exit_code = ?,
-	signal = ?, message = ?, attempt = ?, pid = ?, pgid = ?, proc_start = ?, started_at = ?, finished_at = ?
+	signal = ?, message = ?, attempt = ?, pid = ?, pgid = ?, proc_start = ?, started_at = ?, finished_at = ?,
+	job = ?, pod = ?, node = ?, log_start = ?
 	WHERE graph_id = ? AND id = ? AND status IN ('pending', 'running')
 	AND (SELECT runner_id FROM graphs WHERE graphs.id = tasks.graph_id) = ?`
 
@@ -170,7 +181,8 @@ func (db *DB) UpdateOwnedTasks(ctx context.Context, runnerID string, updates []T
 				procStart = int64(*u.ProcStart)
 			}
 			res, err := stmt.ExecContext(ctx, u.Status, u.ErrorCode, u.ExitCode, u.Signal, u.Message, u.Attempt,
-				u.Pid, u.Pgid, procStart, millisPtr(u.StartedAt), millisPtr(u.FinishedAt), u.GraphID, u.TaskID, runnerID)
+				u.Pid, u.Pgid, procStart, millisPtr(u.StartedAt), millisPtr(u.FinishedAt),
+				u.Job, u.Pod, u.Node, u.LogStart, u.GraphID, u.TaskID, runnerID)
 			if err != nil {
 				return fmt.Errorf("update task %s/%s: %w", u.GraphID, u.TaskID, err)
 			}
@@ -319,14 +331,14 @@ func (db *DB) UnfinishedGraphs(ctx context.Context, runnerID string) ([]GraphRow
 }
 
 const graphSelect = `SELECT id, name, runner_id, COALESCE(idempotency_key, ''), max_parallel, fail_fast,
-	task_count, created_at, finished_at, version, expired_at FROM graphs`
+	task_count, created_at, finished_at, version, expired_at, COALESCE(snapshot, '') FROM graphs`
 
 func scanGraph(row scanner) (GraphRow, error) {
 	var g GraphRow
 	var created int64
 	var finished, expired sql.NullInt64
 	if err := row.Scan(&g.ID, &g.Name, &g.RunnerID, &g.IdempotencyKey, &g.MaxParallel, &g.FailFast,
-		&g.TaskCount, &created, &finished, &g.Version, &expired); err != nil {
+		&g.TaskCount, &created, &finished, &g.Version, &expired, &g.Snapshot); err != nil {
 		return GraphRow{}, err
 	}
 	g.CreatedAt = fromMillis(created)
@@ -336,19 +348,24 @@ func scanGraph(row scanner) (GraphRow, error) {
 
 const taskSelect = `SELECT graph_id, id, seq, command, cwd, env, depends_on, timeout_sec, retries,
 	status, error_code, exit_code, signal, message, attempt, pid, pgid, proc_start, started_at, finished_at,
-	sandbox, network FROM tasks`
+	sandbox, network, executor, cpu, memory, job, pod, node, log_start FROM tasks`
 
 func scanTask(row scanner) (TaskRow, error) {
 	var t TaskRow
 	var env, deps string
-	var errorCode, signal, message, sandbox, network sql.NullString
-	var exitCode, pid, pgid, procStart, started, finished sql.NullInt64
+	var errorCode, signal, message, sandbox, network, executor, cpu, memory, job, pod, node sql.NullString
+	var exitCode, pid, pgid, procStart, started, finished, logStart sql.NullInt64
 	if err := row.Scan(&t.GraphID, &t.ID, &t.Seq, &t.Command, &t.Cwd, &env, &deps, &t.TimeoutSec, &t.Retries,
 		&t.Status, &errorCode, &exitCode, &signal, &message, &t.Attempt, &pid, &pgid, &procStart, &started, &finished,
-		&sandbox, &network); err != nil {
+		&sandbox, &network, &executor, &cpu, &memory, &job, &pod, &node, &logStart); err != nil {
 		return TaskRow{}, err
 	}
 	t.Sandbox, t.Network = sandbox.String, network.String
+	t.Executor, t.CPU, t.Memory = executor.String, cpu.String, memory.String
+	t.Job, t.Pod, t.Node = stringPtr(job), stringPtr(pod), stringPtr(node)
+	if logStart.Valid {
+		t.LogStart = &logStart.Int64
+	}
 	if err := json.Unmarshal([]byte(env), &t.Env); err != nil {
 		return TaskRow{}, fmt.Errorf("task %s env: %w", t.ID, err)
 	}

@@ -22,11 +22,12 @@ func (db *DB) GraphIDsWithPrefix(ctx context.Context, prefix string, limit int) 
 	return out, nil
 }
 
-// RunningTask is a task recorded running, and since when.
+// RunningTask is a task recorded running, since when, and where ("" = local).
 type RunningTask struct {
 	GraphID   string
 	ID        string
 	StartedAt *time.Time
+	Executor  string
 }
 
 // RunningTasks lists the tasks recorded running in the unfinished graphs runnerID owns,
@@ -35,10 +36,10 @@ func (db *DB) RunningTasks(ctx context.Context, runnerID string) ([]RunningTask,
 	out, err := queryAll(ctx, db.sql, func(row scanner) (RunningTask, error) {
 		var t RunningTask
 		var started sql.NullInt64
-		err := row.Scan(&t.GraphID, &t.ID, &started)
+		err := row.Scan(&t.GraphID, &t.ID, &started, &t.Executor)
 		t.StartedAt = timePtr(started)
 		return t, err
-	}, `SELECT t.graph_id, t.id, t.started_at FROM graphs g
+	}, `SELECT t.graph_id, t.id, t.started_at, COALESCE(t.executor, '') FROM graphs g
 		JOIN tasks t ON t.graph_id = g.id AND t.status = 'running'
 		WHERE g.runner_id = ? AND g.finished_at IS NULL ORDER BY t.started_at, t.graph_id, t.seq`, runnerID)
 	if err != nil {

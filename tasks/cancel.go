@@ -147,7 +147,8 @@ func (e *Engine) cancelTaskLocked(g *graph, t *task, code, reason string, grace 
 		t.row.ErrorCode, t.row.Message, t.row.FinishedAt = &code, &reason, &now
 		t.row.ExitCode, t.row.Signal = nil, nil
 		g.unfinished--
-		g.ready = removeTask(g.ready, t)
+		q := g.queueOf(t)
+		*q = removeTask(*q, t)
 		e.sendLocked(t)
 		for _, d := range t.dependents {
 			if State(d.row.Status) == Pending {

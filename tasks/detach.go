@@ -127,11 +127,11 @@ func (e *Engine) Claim(ctx context.Context, graphID, from string) error {
 		return err
 	}
 	e.mu.Lock()
-	e.adoptLocked(g, rows)
+	next := e.adoptLocked(g, rows) // stored for this runner just now: nothing runs yet
 	if ag := e.graphs[graphID]; ag != nil && e.closed {
 		e.shutdownGraphLocked(ag)
 	}
-	next := e.scheduleLocked()
+	next = append(next, e.scheduleLocked()...)
 	e.idleIfDoneLocked()
 	e.mu.Unlock()
 	e.epochMu.RUnlock()

@@ -46,17 +46,19 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os/exec"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/internal/objstore"
 	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/tasks/snapshot"
 )
 
 // Error codes recorded on failed, cancelled and skipped tasks.
@@ -120,6 +122,18 @@ type Config struct {
 	// nil is this process's own (os.Environ). The server passes its environment less what
 	// the env policy withholds (internal/envpolicy).
 	Env []string
+	// Artifacts, if set, is the bucket finished graphs' archives go to (--artifacts-url,
+	// objects.go); ArtifactsDir then only holds an archive while it is written.
+	Artifacts *objstore.Bucket
+	// Kubernetes runs the attempts of tasks that name the kubernetes executor (package
+	// tasks/kube); nil: none can run here, and a graph with one is refused at submit
+	// (ErrExecutorUnavailable).
+	Kubernetes Executor
+	// MaxPods caps the remote attempts running at once over all graphs; ready remote
+	// tasks wait for a pod slot as local ones wait for a slot. 0: no cap.
+	MaxPods int
+	// Sync is what of the workspace a remote task's pod gets (snapshot.Git by default).
+	Sync snapshot.Mode
 	// Only makes this engine a detached runner for that one graph (see detach.go): it
 	// reconciles no other runner and expires nothing, and when its lease is lost it does
 	// not register again but reports it (Lost). The operator CLI's engine, which only
@@ -150,20 +164,31 @@ const DefaultRetention = 7 * 24 * time.Hour
 //     states while a Submit is still storing and adopting its graph.
 type Engine struct {
 	*Reader
-	cfg   Config
-	log   *slog.Logger
-	shell string
-	env   []string // the server's environment with the task defaults applied
+	cfg Config
+	log *slog.Logger
+	env []string // the server's environment with the task defaults applied
 
 	mu      sync.Mutex
 	graphs  map[string]*graph // unfinished graphs this runner runs
 	order   []*graph          // the same, oldest first: scheduling visits them in turn
 	running int               // tasks running, runner-wide
 	closed  bool
-	// procs holds the process group of every attempt started and not yet reaped,
-	// whatever became of its graph: a graph forgotten (adopted by a peer) leaves order,
-	// but Close must still be able to kill what is left of its processes.
-	procs map[int]struct{}
+	pods    int // remote attempts running (or being started), runner-wide: Config.MaxPods caps it
+	// local runs the attempts of local tasks, and holds every process started and not
+	// yet reaped, whatever became of its graph: a graph forgotten (adopted by a peer)
+	// leaves order, but Close must still be able to kill what is left of its processes.
+	local *LocalExecutor
+	// workspaceID labels this workspace's remote attempts (WorkspaceID).
+	workspaceID string
+	// snapshots makes each graph's workspace snapshot once (snapshots.go).
+	snapshots *snapshotter
+	// remoteCtx is what every call to a remote executor runs under: cancelled when a
+	// shutdown runs out of time (reapAll), so none holds it up.
+	remoteCtx  context.Context
+	remoteStop context.CancelFunc
+	// remoteUsed is set once this engine has started or followed a remote attempt: from
+	// then on it sweeps the cluster for attempts nothing follows (sweepRemote).
+	remoteUsed atomic.Bool
 
 	writer   *writer      // commits the write queue to the store (writer.go)
 	preparer *preparer    // creates logs ahead of their tasks (prelog.go)
@@ -214,27 +239,27 @@ func NewEngine(cfg Config) *Engine {
 	if cfg.StaleAfter <= 0 {
 		cfg.StaleAfter = DefaultStaleAfter
 	}
-	shell := "/bin/sh"
-	if p, err := exec.LookPath("bash"); err == nil {
-		shell = p
-	}
+	hostname, _ := os.Hostname()
 	e := &Engine{
 		Reader: NewReader(cfg.DB, cfg.Workspace),
-		cfg:    cfg, log: cfg.Logger, shell: shell,
-		env:      mergeEnv(baseEnv(cfg.Env), taskDefaults),
-		graphs:   map[string]*graph{},
-		procs:    map[int]struct{}{},
-		spooler:  newSpooler(),
-		changes:  newNotifier(),
-		finishes: newNotifier(),
-		abandon:  make(chan struct{}),
-		started:  make(chan struct{}),
-		idle:     make(chan struct{}),
-		lost:     make(chan struct{}),
-		epoch:    cfg.RunnerID,
+		cfg:    cfg, log: cfg.Logger,
+		env:         mergeEnv(baseEnv(cfg.Env), taskDefaults),
+		graphs:      map[string]*graph{},
+		local:       NewLocalExecutor(cfg.Sandbox, cfg.Logger),
+		snapshots:   &snapshotter{},
+		workspaceID: WorkspaceID(hostname, cfg.Workspace.Root),
+		spooler:     newSpooler(),
+		changes:     newNotifier(),
+		finishes:    newNotifier(),
+		abandon:     make(chan struct{}),
+		started:     make(chan struct{}),
+		idle:        make(chan struct{}),
+		lost:        make(chan struct{}),
+		epoch:       cfg.RunnerID,
 		// The runner was registered (or renewed) just before the engine starts.
 		lease: lease{renewedAt: time.Now()},
 	}
+	e.remoteCtx, e.remoteStop = context.WithCancel(context.Background())
 	e.archiver = acquireArchiver() // let go of at the end of Close
 	e.writer = startWriter(e)
 	e.preparer = startPreparer()
@@ -263,6 +288,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	// Every process reaped, every Submit in flight adopted and shut down: no task will
 	// change state any more on its own.
 	e.reapAll(ctx)
+	e.remoteStop() // every remote attempt has ended: no call to a cluster is left to make
 	e.closeDirs()
 	// Stopped at the start (beginClose); the watch may still carry out a cancel request,
 	// which queues states, so it is waited for before the queue closes.
@@ -319,9 +345,17 @@ func (e *Engine) reapAll(ctx context.Context) {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		e.local.KillAll()
+		e.remoteStop()
+		// A remote attempt was asked to stop (its pod deleted) at the shutdown's start;
+		// what is not seen to end by now is recorded as it is, and no longer followed.
 		e.mu.Lock()
-		for pgid := range e.procs {
-			syscall.Kill(-pgid, syscall.SIGKILL)
+		for _, g := range e.order {
+			for _, t := range g.tasks {
+				if t.run != nil && t.run.remote {
+					t.run.stop()
+				}
+			}
 		}
 		e.mu.Unlock()
 		<-done
@@ -358,11 +392,17 @@ func (e *Engine) Abort(ctx context.Context) {
 			}
 			st := t.row.TaskState
 			st.FinishedAt = &now
-			if t.cmd != nil {
-				syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
+			switch {
+			case t.run != nil && !t.run.remote:
+				t.run.ex.Cancel(ctx, t.run.id, 0)
 				st.Status = string(Failed)
 				st.ErrorCode, st.Message = strPtr(CodeRunnerShutdown), strPtr("the server was told to exit at once while the task ran: the task was killed")
-			} else { // picked to start, its process not started yet
+			case t.run != nil || t.row.Job != nil:
+				// Its pod is deleted by the stop below, as far as the time allows; a pod
+				// left running is deleted by the next runner (sweepRemote).
+				st.Status = string(Failed)
+				st.ErrorCode, st.Message = strPtr(CodeRunnerShutdown), strPtr("the server was told to exit at once while the task ran in its pod: the pod is deleted")
+			default: // picked to start, its process not started yet
 				st.Status = string(Cancelled)
 				st.ErrorCode, st.Message = strPtr(CodeRunnerShutdown), strPtr("the server was told to exit at once before the task started")
 			}

@@ -90,8 +90,18 @@ func (r *Reader) copyArchivedLog(ctx context.Context, graphID, taskID string, ta
 	if err != nil {
 		return fmt.Errorf("graph %s has expired but its archive is not recorded: %w", graphID, err)
 	}
+	ix, remote, err := parseIndex(a.LogIndex)
+	if err != nil {
+		return err
+	}
 	read := func(use func(io.Reader) error) error {
-		rc, _, err := OpenArtifactLog(a.Path, taskID)
+		var rc io.ReadCloser
+		var err error
+		if remote {
+			rc, _, err = openRemoteLog(ctx, ix, taskID)
+		} else {
+			rc, _, err = OpenArtifactLog(a.Path, taskID)
+		}
 		if err != nil {
 			return err
 		}

@@ -230,7 +230,7 @@ func (r *Reader) Detail(ctx context.Context, snap Snapshot) (Detail, error) {
 		Tasks:    make([]TaskDetail, 0, len(snap.Tasks)),
 	}
 	for _, t := range snap.Tasks {
-		out.Tasks = append(out.Tasks, TaskDetail{TaskHead: t.Head(), Command: t.Command, TaskTimes: t.Times(now),
+		out.Tasks = append(out.Tasks, TaskDetail{TaskHead: t.Head(), Command: t.Command, TaskTimes: t.Times(now), RanOn: t.RanOn(),
 			LogPath: r.LogPath(snap.Graph.ID, t.ID)})
 	}
 	return out, nil

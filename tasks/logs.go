@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -91,7 +92,7 @@ func (q LogQuery) Check(n int) error {
 // the graph expired (its live logs are then gone), from its archive, in one pass through
 // it. When the archive cannot be read (deleted by hand, or damaged) the logs are left out
 // of the map and gone says why in words: the tasks' states are still worth answering.
-func (r *Reader) readLogs(g Graph, art *Artifact, ids []string, q LogQuery) (logs map[string]LogSlice, gone string, err error) {
+func (r *Reader) readLogs(ctx context.Context, g Graph, art *Artifact, ids []string, q LogQuery) (logs map[string]LogSlice, gone string, err error) {
 	logs = make(map[string]LogSlice, len(ids))
 	if g.ExpiredAt == nil {
 		for _, id := range ids {
@@ -111,7 +112,13 @@ func (r *Reader) readLogs(g Graph, art *Artifact, ids []string, q LogQuery) (log
 	if art == nil {
 		return nil, "the graph expired but no archive of its logs is recorded, so its logs are gone", nil
 	}
-	logs, err = readArtifactLogs(art.Path, ids, q)
+	if ix, remote, ierr := parseIndex(art.index); ierr != nil {
+		err = ierr
+	} else if remote {
+		logs, err = readRemoteLogs(ctx, ix, art.Path, ids, q)
+	} else {
+		logs, err = readArtifactLogs(art.Path, ids, q)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Sprintf("the graph expired and its archive %s is missing, so its logs are gone", art.Path), nil
@@ -131,45 +138,49 @@ func readArtifactLogs(artifact string, ids []string, q LogQuery) (map[string]Log
 		out[id] = LogSlice{Path: artifact + "#" + archive.LogEntry(id), EOF: true}
 	}
 	err := archive.ReadLogs(artifact, ids, func(id string, size int64, r io.Reader) error {
-		s := out[id]
-		s.Size = size
-		if q.Offset == nil {
-			// A tail: read its window (and the byte before it) into memory, bounded by
-			// q.Tail, and find where it starts as a live log's tail does.
-			low := max(size-min(q.Tail, MaxLogSlice)-1, 0)
-			if _, err := io.CopyN(io.Discard, r, low); err != nil {
-				return err
-			}
-			w := window{base: low, buf: make([]byte, size-low)}
-			if _, err := io.ReadFull(r, w.buf); err != nil {
-				return err
-			}
-			start, atLine, err := tailStart(w, size, q.tailLines(), min(q.Tail, MaxLogSlice))
-			if err != nil {
-				return err
-			}
-			s = tailSlice(s, start, atLine, string(w.buf[start-low:]))
-			out[id] = s
-			return nil
-		}
-		offset := min(*q.Offset, size)
-		limit := min(q.Limit, MaxLogSlice, size-offset)
-		if _, err := io.CopyN(io.Discard, r, offset); err != nil {
-			return err
-		}
-		buf := make([]byte, limit)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return err
-		}
-		s.Offset, s.Text, s.NextOffset = offset, string(buf), offset+limit
-		s.EOF = s.NextOffset >= size
+		s, err := sliceOf(out[id], size, r, q)
 		out[id] = s
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// sliceOf fills in s with the slice q asks for of a log of size bytes that r reads from
+// its start (an archived log: a stream, read no further than the slice's end).
+func sliceOf(s LogSlice, size int64, r io.Reader, q LogQuery) (LogSlice, error) {
+	s.Size = size
+	if q.Offset == nil {
+		// A tail: read its window (and the byte before it) into memory, bounded by
+		// q.Tail, and find where it starts as a live log's tail does.
+		low := max(size-min(q.Tail, MaxLogSlice)-1, 0)
+		if _, err := io.CopyN(io.Discard, r, low); err != nil {
+			return s, err
+		}
+		w := window{base: low, buf: make([]byte, size-low)}
+		if _, err := io.ReadFull(r, w.buf); err != nil {
+			return s, err
+		}
+		start, atLine, err := tailStart(w, size, q.tailLines(), min(q.Tail, MaxLogSlice))
+		if err != nil {
+			return s, err
+		}
+		return tailSlice(s, start, atLine, string(w.buf[start-low:])), nil
+	}
+	offset := min(*q.Offset, size)
+	limit := min(q.Limit, MaxLogSlice, size-offset)
+	if _, err := io.CopyN(io.Discard, r, offset); err != nil {
+		return s, err
+	}
+	buf := make([]byte, limit)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return s, err
+	}
+	s.Offset, s.Text, s.NextOffset = offset, string(buf), offset+limit
+	s.EOF = s.NextOffset >= size
+	return s, nil
 }
 
 // ReadLog reads up to limit bytes of the log at path from offset. It seeks and reads only

@@ -62,8 +62,15 @@ type Task struct {
 	StartedAt  *time.Time
 	FinishedAt *time.Time
 	// Sandbox is the policy the task was accepted under (a runner may confine it further
-	// with its own); nil for a task recorded before the sandbox existed.
+	// with its own); nil for a task recorded before the sandbox existed, and for a task
+	// that runs in a pod, which its pod confines.
 	Sandbox *sandbox.Policy
+	// Executor is where it runs (ExecutorLocal, ExecutorKubernetes); Resources is what its
+	// pod asks for; Job, Pod and Node name where its current (or last) remote attempt
+	// runs, nil until known.
+	Executor       ExecutorName
+	Resources      Resources
+	Job, Pod, Node *string
 }
 
 // Snapshot is a graph and its tasks as stored, tasks in submitted order.
@@ -95,7 +102,9 @@ func taskOf(r store.TaskRow) Task {
 	return Task{GraphID: r.GraphID, ID: r.ID, Seq: r.Seq, Command: r.Command, Cwd: r.Cwd, Env: r.Env,
 		DependsOn: r.DependsOn, TimeoutSec: r.TimeoutSec, Retries: r.Retries, Status: State(r.Status),
 		ErrorCode: r.ErrorCode, ExitCode: r.ExitCode, Signal: r.Signal, Message: r.Message, Attempt: r.Attempt,
-		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Sandbox: policyPtr(r)}
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Sandbox: policyPtr(r),
+		Executor: ExecutorName(orText(r.Executor, string(ExecutorLocal))), Resources: Resources{CPU: r.CPU, Memory: r.Memory},
+		Job: r.Job, Pod: r.Pod, Node: r.Node}
 }
 
 // policyPtr is the policy a task's record names, or nil for one recorded before the
@@ -275,6 +284,17 @@ func (t Task) Head() TaskHead {
 		Message: t.Message, Attempt: t.Attempt, DependsOn: orEmpty(t.DependsOn)}
 }
 
+// RanOn says where a task runs, or ran: its executor and, for a pod, the pod and its
+// node (null until known, and for a local task).
+type RanOn struct {
+	Executor ExecutorName `json:"executor"`
+	Pod      *string      `json:"pod"`
+	Node     *string      `json:"node"`
+}
+
+// RanOn is where the task's current (or last) attempt runs.
+func (t Task) RanOn() RanOn { return RanOn{Executor: t.Executor, Pod: t.Pod, Node: t.Node} }
+
 // TaskTimes is when a task ran and for how long.
 type TaskTimes struct {
 	StartedAt  *Time  `json:"startedAt"`
@@ -302,6 +322,8 @@ type Artifact struct {
 	Path   string `json:"path"`
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`
+	// index is, for an archive in object storage, where its logs are (objects.go).
+	index string
 }
 
 // TaskStatus is one task in tasks_status: its state, times and a slice of its log. Log
@@ -310,6 +332,7 @@ type Artifact struct {
 type TaskStatus struct {
 	TaskHead
 	TaskTimes
+	RanOn
 	Sandbox     *sandbox.Policy `json:"sandbox"`
 	Log         *LogSlice       `json:"log"`
 	OmittedDeps int             `json:"omittedDeps"`
@@ -384,6 +407,7 @@ type TaskDetail struct {
 	TaskHead
 	Command string `json:"command"`
 	TaskTimes
+	RanOn
 	LogPath string `json:"logPath"`
 }
 

@@ -1,24 +1,21 @@
 package tasks
 
-// This file owns one attempt of a task as a process: its environment, spawn (log file,
-// output pipe, process group), the timeout, stopping it (SIGTERM, then SIGKILL after the
-// grace), and reaping it, and its output (logpipe.go), into an outcome. Process creation
-// runs outside e.mu; everything that reads or changes a task's state takes it. Each
-// attempt holds one count of e.waiters from scheduleLocked until wait has reaped it and
-// its pump has ended (see Engine).
+// This file owns one attempt of a task as the engine sees it: its environment, its start
+// through its executor (the local one, local.go, or a remote one, attach.go), the
+// timeout, stopping it (SIGTERM, then SIGKILL after the grace; a pod's deletion), and its
+// end, into an outcome. Starting runs outside e.mu; everything that reads or changes a
+// task's state takes it. Each attempt holds one count of e.waiters from scheduleLocked
+// until its end is recorded (see Engine).
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"slices"
-	"syscall"
 	"time"
 
-	"github.com/mcp-harness/mcp-harness/internal/procid"
 	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/store"
 )
@@ -53,61 +50,104 @@ func baseEnv(env []string) []string {
 // errAdopted reports a start refused because another runner adopted the graph.
 var errAdopted = errors.New("the graph was adopted by another runner")
 
+// attemptRun is the attempt of a task that runs now, as the engine holds it: the executor
+// that runs it and its id. ctx is what waits on it and follows it: a remote attempt's is
+// cancelled when this runner lets its graph go to another (the attempt runs on, for the
+// adopter) or runs out of time at shutdown; done is closed once the engine has taken its
+// end.
+type attemptRun struct {
+	ex     Executor
+	id     AttemptID
+	remote bool
+	ctx    context.Context
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+func newAttemptRun(ex Executor, id AttemptID, remote bool) *attemptRun {
+	ctx, stop := context.WithCancel(context.Background())
+	return &attemptRun{ex: ex, id: id, remote: remote, ctx: ctx, stop: stop, done: make(chan struct{})}
+}
+
+// attemptID is the id of t's current attempt.
+func (e *Engine) attemptID(g *graph, t *task) AttemptID {
+	return AttemptID{Workspace: e.workspaceID, GraphID: g.row.ID, TaskID: t.row.ID, Attempt: t.row.Attempt}
+}
+
 // start runs one attempt of t, whose slot scheduleLocked took. It returns the tasks a
 // failed start lets start instead.
 func (e *Engine) start(g *graph, t *task) []launch {
-	cmd, out, err := e.spawn(g, t)
-	var ident procid.Identity
+	if t.remote {
+		return e.startRemote(g, t)
+	}
+	a, release, err := e.localAttempt(g, t)
+	var place Placement
 	if err == nil {
-		ident = procid.Identify(cmd.Process.Pid)
+		place, err = e.local.Start(context.Background(), a)
+		release() // the child is in its directory once started
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t.starting = false
 	if errors.Is(err, errAdopted) {
-		// Another runner owns the graph now: forget it here; whatever this runner records
-		// for it would be refused by the store anyway.
-		g.running--
-		e.running--
-		e.waiters.Done()
-		e.log.Warn("a graph of this runner was adopted by another; leaving it to that runner", "graph", g.row.ID)
-		e.forgetLocked(g)
-		return e.scheduleLocked()
+		return e.adoptedWhileStartingLocked(g, t)
 	}
 	if err != nil {
-		g.running--
-		e.running--
-		e.waiters.Done()
-		e.finishLocked(g, t, outcome{state: Failed, code: CodeSpawnFailed, message: err.Error()})
+		e.startFailedLocked(g, t, err)
 		return e.scheduleLocked()
 	}
-	pid := cmd.Process.Pid
-	t.cmd = cmd
-	e.procs[pid] = struct{}{}
+	run := newAttemptRun(e.local, a.ID, false)
+	t.run = run
 	if e.graphs[g.row.ID] != g {
 		// The graph was forgotten while the process was being created outside e.mu (a
 		// peer adopted it, and forgetLocked found no process to kill yet): the adopter
 		// runs the task now, so this copy must not run on. wait reaps it as usual.
-		syscall.Kill(-pid, syscall.SIGKILL)
+		e.local.Cancel(context.Background(), a.ID, 0)
 	}
-	t.row.Pid, t.row.Pgid, t.row.ProcStart = &pid, &pid, &ident.ProcStart
+	pid, procStart := place.Pid, place.ProcStart
+	t.row.Pid, t.row.Pgid, t.row.ProcStart = &pid, &pid, &procStart
 	t.row.Message = nil
 	e.sendLocked(t)
-	if t.row.TimeoutSec > 0 {
-		attempt := t.row.Attempt
-		t.timer = time.AfterFunc(time.Duration(t.row.TimeoutSec)*time.Second, func() { e.timeout(g, t, attempt) })
-	}
+	e.armTimeoutLocked(g, t)
 	if t.cancelCode != "" { // cancelled, or shut down, while it was starting
 		e.terminateLocked(t, e.cfg.KillGrace)
 	}
-	go e.wait(g, t, cmd, out)
+	go e.wait(g, t, run)
 	return nil
 }
 
-// spawn opens the log, starts the command with the write end of a pipe as its stdout and
-// stderr, and starts the pump that moves the pipe into the log (logpipe.go), touching no
-// engine state. It fails, and nothing is left open, or returns both.
-func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, *pump, error) {
+// adoptedWhileStartingLocked gives up the start of t: another runner owns its graph now,
+// so the graph is forgotten here; whatever this runner records for it would be refused by
+// the store anyway.
+func (e *Engine) adoptedWhileStartingLocked(g *graph, t *task) []launch {
+	e.releaseSlotLocked(g, t)
+	e.waiters.Done()
+	e.log.Warn("a graph of this runner was adopted by another; leaving it to that runner", "graph", g.row.ID)
+	e.forgetLocked(g)
+	return e.scheduleLocked()
+}
+
+// startFailedLocked records t failed to start: its slot is free again.
+func (e *Engine) startFailedLocked(g *graph, t *task, err error) {
+	e.releaseSlotLocked(g, t)
+	e.waiters.Done()
+	e.finishLocked(g, t, outcome{state: Failed, code: CodeSpawnFailed, message: err.Error()})
+}
+
+// releaseSlotLocked gives back the slot t held: its graph's and the runner's (a pod's
+// for a remote task).
+func (e *Engine) releaseSlotLocked(g *graph, t *task) {
+	g.running--
+	if t.remote {
+		e.pods--
+	} else {
+		e.running--
+	}
+}
+
+// localAttempt is the attempt of t to start on this machine, and a release to call once
+// it has started (or failed to): its directory is held open until then.
+func (e *Engine) localAttempt(g *graph, t *task) (Attempt, func(), error) {
 	// A runner that stalled past its lease may have had its graphs adopted meanwhile: the
 	// adopter runs them now, so starting a task here would run it twice. The task's running
 	// state was written before this (scheduleLocked's barrier) by the store's fenced update,
@@ -117,88 +157,32 @@ func (e *Engine) spawn(g *graph, t *task) (*exec.Cmd, *pump, error) {
 	// it (so did an adoption between the owner check and the start that this replaces); this
 	// runner forgets the graph at its next refused start, or when its lease renewal fails.
 	if e.writer.queue.isDisowned(g.row.ID) {
-		return nil, nil, errAdopted
+		return Attempt{}, nil, errAdopted
 	}
 	// The cwd was checked when the graph was submitted, but the directory may have been
 	// swapped since (by an earlier task, say) for a symlink out of the workspace: check it
 	// again now, and have the child enter the very directory checked (dirs.go).
 	dir, dirPath, release, err := g.dirs.enter(e.cfg.Workspace, t.row.Cwd)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot enter the working directory: %v", err)
+		return Attempt{}, nil, fmt.Errorf("cannot enter the working directory: %v", err)
 	}
-	defer release() // the child is in it once started
-	logFile, err := openLog(e.LogPath(g.row.ID, t.row.ID))
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot open the log: %v", err)
+	a := Attempt{
+		ID: e.attemptID(g, t), Runner: e.RunnerID(), Command: t.row.Command,
+		Env:       append(mergeEnv(e.env, t.row.Env), taskMarker(g.row.ID, t.row.ID)),
+		Dir:       &sandbox.Where{Path: dirPath, Exec: dir.ExecPath(), File: dir.File()},
+		Policy:    e.policyOf(t),
+		Log:       e.LogPath(g.row.ID, t.row.ID),
+		ShellOnly: hasKey(t.row.Env, "PATH"),
 	}
 	if t.row.Attempt > 1 {
-		// A marker that does not fit (a full disk) is left out: the pump meets the same
-		// fault at the task's first write, and the record says so then.
-		fmt.Fprintf(logFile, "\n--- mcp-harness: attempt %d of %d ---\n", t.row.Attempt, t.row.Retries+1)
+		a.Header = attemptHeader(t)
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		logFile.Close()
-		return nil, nil, fmt.Errorf("cannot create the pipe for its output: %v", err)
-	}
-	env := append(mergeEnv(e.env, t.row.Env), taskMarker(g.row.ID, t.row.ID))
-	where := &sandbox.Where{Path: dirPath, Exec: dir.ExecPath(), File: dir.File()}
-	cmd, err := e.startCommand(t, where, env, w)
-	// The child has its own copy of the write end once started: this one would keep the
-	// pipe from ever reaching end of file.
-	w.Close()
-	if err != nil {
-		r.Close()
-		logFile.Close()
-		return nil, nil, err
-	}
-	return cmd, startPump(r, logFile), nil
+	return a, release, nil
 }
 
-// openLog opens a task's log for writing at its end, creating it if need be. Not with
-// O_APPEND, which would do the same for the one writer a log has (its pump), because
-// splice refuses a destination opened so (logpipe_linux.go).
-func openLog(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := f.Seek(0, io.SeekEnd); err != nil { // a retry goes after the attempt before
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// startCommand starts t's command, under its policy (policyOf), in dir with env, and out
-// as its stdout and stderr. env ends with the task's marker, which lets a later runner find
-// every process of this task, grandchildren included, even if this runner dies before it
-// records the task's pid.
-func (e *Engine) startCommand(t *task, dir *sandbox.Where, env []string, out *os.File) (*exec.Cmd, error) {
-	policy := e.policyOf(t)
-	prepare := func(cmd *exec.Cmd) *exec.Cmd {
-		cmd.Env = env
-		cmd.Stdout, cmd.Stderr = out, out // one *os.File, passed to the child as is: one pipe
-		cmd.SysProcAttr = taskProcAttr()
-		return cmd
-	}
-	// A plain command runs without the shell (direct.go), unless the task sets its own
-	// PATH, which the shell would search instead of ours. The shell would set PWD to the
-	// directory it starts in; the program gets the same. Whatever fails to start that way
-	// is left to the shell, which reports it as it always did.
-	if argv := directArgv(t.row.Command); argv != nil && !hasKey(t.row.Env, "PATH") {
-		if cmd := directCommand(argv); cmd != nil {
-			prepare(cmd).Env = append(env[:len(env):len(env)], "PWD="+dir.Path)
-			if e.cfg.Sandbox.Start(policy, cmd, dir) == nil {
-				return cmd, nil
-			}
-		}
-	}
-	cmd := prepare(exec.Command(e.shell, "-c", t.row.Command))
-	if err := e.cfg.Sandbox.Start(policy, cmd, dir); err != nil {
-		return nil, fmt.Errorf("cannot start: %v", err)
-	}
-	return cmd, nil
+// attemptHeader is the line a retry's output starts with in the task's log.
+func attemptHeader(t *task) string {
+	return fmt.Sprintf("\n--- mcp-harness: attempt %d of %d ---\n", t.row.Attempt, t.row.Retries+1)
 }
 
 // policyOf is what confines t: the policy its record says it was accepted under, or this
@@ -224,34 +208,40 @@ func hasKey(m map[string]string, k string) bool {
 	return ok
 }
 
-// wait reaps one attempt, its output included. The exit is first observed without
-// reaping, so the process group id cannot be reused while whatever the task left in its
-// group is killed, nor while the pump drains what the group wrote (until then a kill timer
-// may still signal the group). The attempt is recorded ended only after its pump has
-// ended, so its log is whole when its record says it ended.
-func (e *Engine) wait(g *graph, t *task, cmd *exec.Cmd, out *pump) {
+// wait waits for the end of a local attempt (the executor reaps it, its output
+// included) and records it.
+func (e *Engine) wait(g *graph, t *task, run *attemptRun) {
 	defer e.waiters.Done() // taken by scheduleLocked
-	pid := cmd.Process.Pid
-	waitExitNoReap(pid)
-	syscall.Kill(-pid, syscall.SIGKILL)
-	out.finish(pumpGrace)
-	if out.cut {
-		e.log.Info("a process the task started outside its process group still holds its output; what it writes from now on is not recorded",
-			"graph", g.row.ID, "task", t.row.ID)
+	st, err := run.ex.Wait(context.Background(), run.id, nil)
+	if err != nil { // cannot happen for a started attempt; recorded all the same
+		st = RunStatus{Phase: PhaseEnded, Code: CodeSpawnFailed, Message: err.Error()}
 	}
-	cmd.Wait()
+	e.ended(g, t, run, st)
+}
+
+// ended records how an attempt ended and starts what that lets start.
+func (e *Engine) ended(g *graph, t *task, run *attemptRun, st RunStatus) {
+	run.ex.Release(run.id)
 	e.mu.Lock()
-	delete(e.procs, pid)
-	e.exitedLocked(g, t, cmd.ProcessState, out.fault)
+	close(run.done)
+	e.exitedLocked(g, t, st)
 	next := e.scheduleLocked()
 	e.mu.Unlock()
 	e.launchAll(next)
 }
 
+// armTimeoutLocked starts t's timeout, if it has one, for its current attempt.
+func (e *Engine) armTimeoutLocked(g *graph, t *task) {
+	if t.row.TimeoutSec > 0 {
+		attempt := t.row.Attempt
+		t.timer = time.AfterFunc(time.Duration(t.row.TimeoutSec)*time.Second, func() { e.timeout(g, t, attempt) })
+	}
+}
+
 func (e *Engine) timeout(g *graph, t *task, attempt int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if t.cmd == nil || t.row.Attempt != attempt || State(t.row.Status) != Running {
+	if t.run == nil || t.row.Attempt != attempt || State(t.row.Status) != Running {
 		return
 	}
 	t.timedOut = true
@@ -271,21 +261,19 @@ func (e *Engine) stopLocked(t *task, code, reason string, grace time.Duration) {
 	}
 }
 
-// terminateLocked sends SIGTERM to a running task's group and SIGKILL after grace.
+// terminateLocked asks t's attempt to stop: SIGTERM to a local one's group and SIGKILL
+// after grace; a remote one's pod is deleted, apart from the lock (it is a call to the
+// cluster), retried until it is made or the attempt has ended.
 func (e *Engine) terminateLocked(t *task, grace time.Duration) {
-	pgid := t.cmd.Process.Pid
-	syscall.Kill(-pgid, syscall.SIGTERM)
-	if t.killTimer != nil {
-		t.killTimer.Stop()
+	run := t.run
+	if run == nil {
+		return
 	}
-	cmd := t.cmd
-	t.killTimer = time.AfterFunc(grace, func() {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if t.cmd == cmd { // still the same attempt, still not reaped
-			syscall.Kill(-pgid, syscall.SIGKILL)
-		}
-	})
+	if !run.remote {
+		run.ex.Cancel(context.Background(), run.id, grace)
+		return
+	}
+	go e.cancelRemote(run, grace)
 }
 
 type outcome struct {
@@ -296,20 +284,16 @@ type outcome struct {
 	message  string
 }
 
-// exitedLocked records how an attempt ended, and what a failed write to its log did
+// exitedLocked records how an attempt ended (st), and what a failed write to its log did
 // (logFault), and decides what follows: a retry, or the task's final state.
-func (e *Engine) exitedLocked(g *graph, t *task, ps *os.ProcessState, logFailed error) {
-	for _, tm := range []*time.Timer{t.timer, t.killTimer} {
-		if tm != nil {
-			tm.Stop()
-		}
+func (e *Engine) exitedLocked(g *graph, t *task, st RunStatus) {
+	if t.timer != nil {
+		t.timer.Stop()
 	}
-	t.cmd, t.timer, t.killTimer = nil, nil, nil
-	g.running--
-	e.running--
+	t.run, t.timer = nil, nil
+	e.releaseSlotLocked(g, t)
 
 	var o outcome
-	ws, _ := ps.Sys().(syscall.WaitStatus)
 	switch {
 	case t.cancelCode == CodeRunnerShutdown:
 		o = outcome{state: Failed, code: CodeRunnerShutdown, message: t.cancelReason}
@@ -317,28 +301,35 @@ func (e *Engine) exitedLocked(g *graph, t *task, ps *os.ProcessState, logFailed 
 		o = outcome{state: Cancelled, code: t.cancelCode, message: t.cancelReason}
 	case t.timedOut:
 		o = outcome{state: Failed, code: CodeTimeout, message: fmt.Sprintf("timed out after %ds", t.row.TimeoutSec)}
-	case ws.Signaled():
-		name := signalName(ws.Signal())
+	case st.Code != "":
+		o = outcome{state: Failed, code: st.Code, exitCode: st.ExitCode, message: st.Message}
+	case st.Signal != "":
+		name := st.Signal
 		o = outcome{state: Failed, code: CodeSignaled, signal: &name, message: "killed by " + name}
-	case ws.ExitStatus() == 0:
+	case st.ExitCode != nil && *st.ExitCode == 0:
 		zero := 0
 		o = outcome{state: Succeeded, exitCode: &zero}
-	default:
-		code := ws.ExitStatus()
+	case st.ExitCode != nil:
+		code := *st.ExitCode
 		o = outcome{state: Failed, code: CodeExitNonzero, exitCode: &code, message: fmt.Sprintf("exited with status %d", code)}
+		if st.Message != "" {
+			o.message += " (" + st.Message + ")"
+		}
+	default: // ended, and the executor cannot say how (its record is gone)
+		o = outcome{state: Failed, code: CodeNodeLost, message: orText(st.Message, "the attempt ended and its exit status is unknown")}
 	}
 	if o.state == Cancelled || o.code == CodeRunnerShutdown {
-		if ws.Exited() {
-			code := ws.ExitStatus()
+		if st.ExitCode != nil {
+			code := *st.ExitCode
 			o.exitCode = &code
-		} else if ws.Signaled() {
-			name := signalName(ws.Signal())
+		} else if st.Signal != "" {
+			name := st.Signal
 			o.signal = &name
 		}
 	}
 	// Whatever the outcome: a task that went on without its output, or ended before its
 	// next write, lost output all the same.
-	if fault := logFault(logFailed); fault != "" {
+	if fault := logFault(st.LogFault); fault != "" {
 		if o.message != "" {
 			fault = o.message + "; " + fault
 		}
@@ -351,8 +342,16 @@ func (e *Engine) exitedLocked(g *graph, t *task, ps *os.ProcessState, logFailed 
 		t.row.Message = &msg
 		t.row.Pid, t.row.Pgid, t.row.ProcStart = nil, nil, nil
 		e.sendLocked(t)
-		g.ready = append([]*task{t}, g.ready...) // a retry goes first: it was already running
+		q := g.queueOf(t)
+		*q = append([]*task{t}, *q...) // a retry goes first: it was already running
 		return
 	}
 	e.finishLocked(g, t, o)
+}
+
+func orText(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -140,39 +140,55 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 	if err != nil {
 		return StatusReport{}, err
 	}
+	todo := ordered(snap.Tasks, q.TaskIDs, after)
+	return r.status(ctx, snap.Graph, snap.Progress(), pageSource{n: len(todo), at: func(i int) (Task, error) { return todo[i], nil }}, q)
+}
+
+// pageSource is what a Status page is chosen from: n tasks in the page's order (failed,
+// running, the rest; from the cursor on), the i-th read by at as the page needs it.
+type pageSource struct {
+	n  int
+	at func(i int) (Task, error)
+}
+
+// status is Status of graph g, whose tasks count p, on the tasks of src.
+func (r *Reader) status(ctx context.Context, g Graph, p Progress, src pageSource, q StatusQuery) (StatusReport, error) {
 	limit := fit.Budget(q.MaxBytes)
 	now := time.Now()
-	p := snap.Progress()
-	out := StatusReport{GraphHead: snap.Graph.Head(p), Expired: snap.Graph.ExpiredAt != nil, Progress: p, Tasks: []TaskStatus{}}
-	art, err := r.db.GetArtifact(ctx, snap.Graph.ID)
+	out := StatusReport{GraphHead: g.Head(p), Expired: g.ExpiredAt != nil, Progress: p, Tasks: []TaskStatus{}}
+	art, err := r.db.GetArtifact(ctx, g.ID)
 	switch {
 	case err == nil:
-		out.Artifact = &Artifact{Path: art.Path, Bytes: art.Bytes, SHA256: art.SHA256}
+		out.Artifact = &Artifact{Path: art.Path, Bytes: art.Bytes, SHA256: art.SHA256, index: art.LogIndex}
 	case !errors.Is(err, store.ErrNotFound):
 		return StatusReport{}, fmt.Errorf("read the graph's archive record: %w", err)
 	}
-	if out.Runner, err = r.runnerRef(ctx, snap.Graph.RunnerID, now); err != nil {
+	if out.Runner, err = r.runnerRef(ctx, g.RunnerID, now); err != nil {
 		return StatusReport{}, err
 	}
-	todo := ordered(snap.Tasks, q.TaskIDs, after)
 
 	// Choose the page by the tasks' sizes without log text, the head sized with the
 	// largest counts and cursor it can carry.
 	head := out
-	head.OmittedTasks = len(todo)
-	head.NextCursor = &[]string{fit.Pos{Rank: 2, Seq: len(snap.Tasks)}.String()}[0]
+	head.OmittedTasks = src.n
+	head.NextCursor = &[]string{fit.Pos{Rank: 2, Seq: p.Total}.String()}[0]
 	used := fit.Size(head)
 	itemMax := limit / 4
 	logPath := func(id string) string {
 		if out.Expired && out.Artifact != nil {
 			return out.Artifact.Path + "#" + archive.LogEntry(id)
 		}
-		return r.LogPath(snap.Graph.ID, id)
+		return r.LogPath(g.ID, id)
 	}
 	var page []TaskStatus
+	var seqs []int // the page's places in the graph, for its cursor
 	cutDeps := 0
-	for _, t := range todo {
-		item := TaskStatus{TaskHead: t.Head(), TaskTimes: t.Times(now), Sandbox: t.Sandbox,
+	for i := 0; i < src.n; i++ {
+		t, err := src.at(i)
+		if err != nil {
+			return StatusReport{}, err
+		}
+		item := TaskStatus{TaskHead: t.Head(), TaskTimes: t.Times(now), RanOn: t.RanOn(), Sandbox: t.Sandbox,
 			Log: &LogSlice{Path: logPath(t.ID), Size: 1 << 40, Offset: 1 << 40, NextOffset: 1 << 40, SkippedBytes: &[]int64{1 << 40}[0]}}
 		deps := item.DependsOn
 		size := func(n int) int {
@@ -192,8 +208,9 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 		}
 		used += s
 		page = append(page, item)
+		seqs = append(seqs, t.Seq)
 	}
-	omitted := len(todo) - len(page)
+	omitted := src.n - len(page)
 
 	// Logs: the slices asked for, or none once tasks are left out (a page that is full
 	// without them has no room to share). Nothing past the budget could be shown (a byte of
@@ -207,7 +224,7 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 	for i, t := range page {
 		ids[i] = t.ID
 	}
-	logs, gone, err := r.readLogs(snap.Graph, out.Artifact, ids, lq)
+	logs, gone, err := r.readLogs(ctx, g, out.Artifact, ids, lq)
 	if err != nil {
 		return StatusReport{}, err
 	}
@@ -221,11 +238,11 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 	out.Tasks = page
 	short := shortLineTails(page, lq)
 	setPage := func() {
-		omitted = len(todo) - len(out.Tasks)
+		omitted = src.n - len(out.Tasks)
 		out.OmittedTasks, out.NextCursor = omitted, nil
 		if omitted > 0 {
 			last := out.Tasks[len(out.Tasks)-1]
-			c := fit.Pos{Rank: rank(last.Status), Seq: snap.seqOf(last.ID)}.String()
+			c := fit.Pos{Rank: rank(last.Status), Seq: seqs[len(out.Tasks)-1]}.String()
 			out.NextCursor = &c
 		}
 	}
@@ -243,7 +260,7 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 	if omitted > 0 {
 		next := "pass cursor " + strconv.Quote(*out.NextCursor) + " for the next page"
 		out.Notes = append(out.Notes, fmt.Sprintf("%s of %d not shown: the result is limited to %s; %s, or name the tasks you want with taskIds.",
-			fit.Plural(omitted, "task"), len(todo), fit.SizeText(limit), next))
+			fit.Plural(omitted, "task"), src.n, fit.SizeText(limit), next))
 		if !lq.wantsText() && q.Log.wantsText() {
 			msg := "Logs are left out when not every task fits; ask for fewer tasks with taskIds to read them"
 			if failed := failedIDs(out.Tasks, 5); len(failed) > 0 {
@@ -265,7 +282,7 @@ func (r *Reader) Status(ctx context.Context, snap Snapshot, q StatusQuery) (Stat
 	}
 	if cutDeps > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("The dependsOn list of %s was cut to fit (omittedDeps counts what is missing); `mcp-harness tasks status %s --json` in a shell prints it whole.",
-			fit.Plural(cutDeps, "task"), snap.Graph.ID))
+			fit.Plural(cutDeps, "task"), g.ID))
 	}
 	if gone != "" {
 		out.Notes = append(out.Notes, "Logs: "+gone+".")

@@ -123,7 +123,7 @@ func (e *Engine) reap(ctx context.Context, r store.Runner) error {
 			return err
 		}
 		e.mu.Lock()
-		e.adoptLocked(to.Graph, rows)
+		next = append(next, e.adoptLocked(to.Graph, rows)...) // its remote tasks, followed again
 		if e.closed {
 			e.shutdownGraphLocked(e.graphs[to.Graph.ID])
 		}
@@ -142,7 +142,7 @@ func (e *Engine) reap(ctx context.Context, r store.Runner) error {
 			}
 			killMarked(taskMarker(to.Graph.ID, t.ID))
 		}
-		e.log.Info("adopted a graph of a gone runner", "graph", to.Graph.ID, "gone", r.ID, "restarted", len(to.Restarted))
+		e.log.Info("adopted a graph of a gone runner", "graph", to.Graph.ID, "gone", r.ID, "restarted", len(to.Restarted), "remote", len(to.Remote))
 		e.changes.fire(to.Graph.ID)
 		e.finishes.fire(to.Graph.ID)
 	}

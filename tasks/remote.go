@@ -18,7 +18,8 @@ import (
 func (e *Engine) watchLoop(ctx context.Context) {
 	t := time.NewTicker(cancelPoll)
 	defer t.Stop()
-	var lastReconcile, lastExpire time.Time
+	var lastReconcile, lastExpire, lastSweep time.Time
+	var unfollowed map[AttemptID]bool // remote attempts the last sweep found nothing follows
 	for {
 		if time.Since(lastReconcile) >= e.reconcileEvery() {
 			lastReconcile = time.Now()
@@ -32,6 +33,16 @@ func (e *Engine) watchLoop(ctx context.Context) {
 			lastExpire = time.Now()
 			if err := e.Expire(ctx); err != nil && ctx.Err() == nil {
 				e.log.Warn("expiring graphs", "err", err)
+			}
+			if err := e.removeStaleSnapshots(ctx); err != nil && ctx.Err() == nil {
+				e.log.Warn("removing workspace snapshots no graph uses", "err", err)
+			}
+		}
+		if time.Since(lastSweep) >= e.reconcileEvery() {
+			lastSweep = time.Now()
+			var err error
+			if unfollowed, err = e.sweepRemote(ctx, unfollowed); err != nil && ctx.Err() == nil {
+				e.log.Warn("looking for remote attempts nothing follows", "err", err)
 			}
 		}
 		select {
@@ -154,9 +165,7 @@ func (e *Engine) Expire(ctx context.Context) error {
 func (e *Engine) expireGraph(ctx context.Context, id string) error {
 	a, err := e.cfg.DB.GetArtifact(ctx, id)
 	if err == nil {
-		if _, statErr := os.Stat(a.Path); statErr != nil {
-			err = statErr
-		}
+		err = e.artifactThere(ctx, a)
 	}
 	if err != nil {
 		if _, err := e.spool(ctx, id); err != nil {

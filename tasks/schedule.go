@@ -7,9 +7,8 @@ package tasks
 // the lock is released (see Engine for the locks and WaitGroups).
 
 import (
+	"context"
 	"fmt"
-	"os/exec"
-	"syscall"
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/store"
@@ -19,7 +18,8 @@ type graph struct {
 	row        store.GraphRow
 	tasks      []*task
 	byID       map[string]*task
-	ready      []*task // pending tasks whose dependencies all succeeded, in the order they became ready
+	ready      []*task // pending local tasks whose dependencies all succeeded, in the order they became ready
+	readyPods  []*task // the same for remote tasks, which wait for a pod slot instead (Config.MaxPods)
 	running    int
 	unfinished int
 	prepared   int // tasks whose logs are prepared and that have not started (prelog.go)
@@ -32,14 +32,24 @@ type task struct {
 	dependents []*task
 	remaining  int // dependencies not yet succeeded
 
-	cmd          *exec.Cmd
-	timer        *time.Timer // timeout, then the SIGKILL after it
-	killTimer    *time.Timer
-	cancelReason string // set when a cancel or a shutdown stops the running task
+	remote       bool        // it runs on a remote executor (Kubernetes), not as a process here
+	run          *attemptRun // the attempt running now; nil while it is starting, and between attempts
+	timer        *time.Timer // the attempt's timeout
+	cancelReason string      // set when a cancel or a shutdown stops the running task
 	cancelCode   string
 	timedOut     bool
 	starting     bool // its slot is taken and its process is being started
+	deferrals    int  // starts of a remote attempt put off because the cluster did not answer
 	logPrepared  bool // its log is queued to be created ahead of its start (prelog.go)
+}
+
+// queueOf is the ready queue t waits in: local tasks wait for the runner's slots, remote
+// ones for its pod slots.
+func (g *graph) queueOf(t *task) *[]*task {
+	if t.remote {
+		return &g.readyPods
+	}
+	return &g.ready
 }
 
 // firstBlocker returns a dependency that ended without succeeding, if any.
@@ -53,11 +63,13 @@ func firstBlocker(t *task) *task {
 }
 
 // launch is a task picked to start: its slot is taken, and the process is started by
-// start, outside the engine's lock.
+// start, outside the engine's lock. A remote task a runner takes over while it runs
+// (reattach) is launched too, to follow it again rather than start it.
 type launch struct {
 	g        *graph
 	t        *task
 	recorded <-chan struct{} // closed once its running state is in the store
+	reattach bool
 }
 
 // scheduleLocked picks the ready tasks that the graph and runner caps let start, visiting
@@ -81,21 +93,16 @@ func (e *Engine) scheduleLocked() []launch {
 		for len(g.ready) > 0 && g.running < g.row.MaxParallel && (e.running < e.cfg.MaxParallel || g.running == 0) {
 			t := g.ready[0]
 			g.ready = g.ready[1:]
-			t.row.Attempt++
-			if t.row.StartedAt == nil {
-				now := time.Now().UTC()
-				t.row.StartedAt = &now
-			}
-			t.row.Status = string(Running)
-			t.row.Pid, t.row.Pgid, t.row.ProcStart, t.row.Message = nil, nil, nil, nil
-			t.timedOut, t.cancelReason, t.cancelCode = false, "", ""
-			t.starting = true
-			g.running++
 			e.running++
-			e.waiters.Add(1) // Close waits for the start and the wait that follows
-			e.sendLocked(t)
-			e.unprepareLocked(g, t)
-			out = append(out, launch{g: g, t: t})
+			out = append(out, e.pickLocked(g, t))
+		}
+		// Pods have a cap of their own, without the exception: a pod does not run on this
+		// machine, and --kube-max-pods is a bound on what the cluster is asked for.
+		for len(g.readyPods) > 0 && g.running < g.row.MaxParallel && (e.cfg.MaxPods <= 0 || e.pods < e.cfg.MaxPods) {
+			t := g.readyPods[0]
+			g.readyPods = g.readyPods[1:]
+			e.pods++
+			out = append(out, e.pickLocked(g, t))
 		}
 		if len(out) > first {
 			starting := make([]*task, 0, len(out)-first)
@@ -119,6 +126,26 @@ func (e *Engine) scheduleLocked() []launch {
 	return out
 }
 
+// pickLocked starts t's next attempt in memory: running, its slot taken (the caller
+// counted the runner's or the pod slot), its state queued for the store.
+func (e *Engine) pickLocked(g *graph, t *task) launch {
+	t.row.Attempt++
+	if t.row.StartedAt == nil {
+		now := time.Now().UTC()
+		t.row.StartedAt = &now
+	}
+	t.row.Status = string(Running)
+	t.row.Pid, t.row.Pgid, t.row.ProcStart, t.row.Message = nil, nil, nil, nil
+	t.row.Job, t.row.Pod, t.row.Node, t.row.LogStart = nil, nil, nil, nil
+	t.timedOut, t.cancelReason, t.cancelCode = false, "", ""
+	t.starting = true
+	g.running++
+	e.waiters.Add(1) // Close waits for the start and the wait that follows
+	e.sendLocked(t)
+	e.unprepareLocked(g, t)
+	return launch{g: g, t: t}
+}
+
 // launchAll starts the picked tasks, and whatever a failed start lets start instead. A
 // task waits until its running state is in the store (the database may be locked by
 // another process for a while: see writer.go); one still waiting when the shutdown
@@ -126,6 +153,12 @@ func (e *Engine) scheduleLocked() []launch {
 func (e *Engine) launchAll(ls []launch) {
 	for len(ls) > 0 {
 		l := ls[0]
+		if l.reattach {
+			// Nothing to record first, and never abandoned: the task runs already, and a
+			// shutdown that began stops it once it is followed again (see reattach).
+			ls = append(ls[1:], e.reattach(l.g, l.t)...)
+			continue
+		}
 		select {
 		case <-l.recorded:
 		case <-e.abandon:
@@ -147,8 +180,7 @@ func (e *Engine) notStarted(g *graph, t *task) {
 	defer e.mu.Unlock()
 	defer e.waiters.Done() // taken by scheduleLocked
 	t.starting = false
-	g.running--
-	e.running--
+	e.releaseSlotLocked(g, t)
 	t.row.Attempt--
 	if t.row.Attempt == 0 {
 		// Its log may have been prepared (prelog.go): with attempt 0, that empty file
@@ -173,7 +205,8 @@ func (e *Engine) finishLocked(g *graph, t *task, o outcome) {
 		for _, d := range t.dependents {
 			d.remaining--
 			if d.remaining == 0 && State(d.row.Status) == Pending && firstBlocker(d) == nil {
-				g.ready = append(g.ready, d)
+				q := g.queueOf(d)
+				*q = append(*q, d)
 			}
 		}
 	} else {
@@ -217,7 +250,8 @@ func (e *Engine) skipLocked(g *graph, t *task, blocker *task) {
 		it.t.row.Status = string(Skipped)
 		it.t.row.ErrorCode, it.t.row.Message, it.t.row.FinishedAt = &code, &msg, &now
 		g.unfinished--
-		g.ready = removeTask(g.ready, it.t)
+		q := g.queueOf(it.t)
+		*q = removeTask(*q, it.t)
 		e.sendLocked(it.t)
 		for _, d := range it.t.dependents {
 			stack = append(stack, item{d, it.t})
@@ -250,7 +284,7 @@ func (e *Engine) shutdownGraphLocked(g *graph) {
 			e.stopLocked(t, CodeRunnerShutdown, "the server shut down while the task ran", e.cfg.KillGrace)
 		}
 	}
-	g.ready = nil
+	g.ready, g.readyPods = nil, nil
 	if g.unfinished == 0 {
 		e.dropLocked(g)
 	}
@@ -261,11 +295,17 @@ func (e *Engine) shutdownGraphLocked(g *graph) {
 // RUNNER_RESTARTED and killed their processes; whatever it could not kill (another boot's
 // view of the process, say) is killed here, so nothing runs on unobserved.
 func (e *Engine) forgetLocked(g *graph) {
-	g.ready = nil
+	g.ready, g.readyPods = nil, nil
 	g.dirs.close()
 	for _, t := range g.tasks {
-		if t.cmd != nil {
-			syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
+		switch run := t.run; {
+		case run == nil:
+		case run.remote:
+			// Its pod runs on for the adopter, which re-attaches to it: only following it
+			// ends here.
+			run.stop()
+		default:
+			run.ex.Cancel(context.Background(), run.id, 0)
 		}
 	}
 	delete(e.graphs, g.row.ID)
@@ -286,6 +326,7 @@ func (e *Engine) dropLocked(g *graph) {
 	}
 	delete(e.graphs, g.row.ID)
 	g.dirs.close()
+	e.forgetSnapshot(g.row.ID)
 	e.idleIfDoneLocked()
 	// The graph is archived once its last state is in the store: a marker queued behind
 	// that state tells the writer (see writer.loop).

@@ -17,13 +17,14 @@ import (
 const (
 	CapGraph  = "graph"  // its graph's maxParallel tasks are running
 	CapServer = "server" // the server's --max-parallel tasks are running, over all its graphs
+	CapPods   = "pods"   // the server's --kube-max-pods remote tasks are running, over all its graphs
 )
 
 // SlotWait says why a graph's ready tasks have not started: which cap is reached and the
 // running tasks that hold its slots, longest running first.
 type SlotWait struct {
 	Cap    string      `json:"cap"`
-	Limit  *int        `json:"limit"` // the graph's maxParallel for CapGraph; null for CapServer (a server's flag is not stored)
+	Limit  *int        `json:"limit"` // the graph's maxParallel for CapGraph; null for CapServer and CapPods (a server's flags are not stored)
 	HeldBy []SlotOwner `json:"heldBy"`
 }
 
@@ -34,18 +35,23 @@ type SlotOwner struct {
 	StartedAt *Time  `json:"startedAt"`
 }
 
-// hasReady reports whether snap has a pending task whose dependencies all succeeded.
-func hasReady(snap Snapshot) bool {
+// readyKinds reports whether snap has pending tasks whose dependencies all succeeded:
+// local ones, and remote ones (which wait for a pod slot instead).
+func readyKinds(snap Snapshot) (local, remote bool) {
 	status := make(map[string]State, len(snap.Tasks))
 	for _, t := range snap.Tasks {
 		status[t.ID] = t.Status
 	}
 	for _, t := range snap.Tasks {
 		if t.Status == Pending && depsSucceeded(t, status) {
-			return true
+			if t.Executor == ExecutorKubernetes {
+				remote = true
+			} else {
+				local = true
+			}
 		}
 	}
-	return false
+	return local, remote
 }
 
 func depsSucceeded(t Task, status map[string]State) bool {
@@ -61,7 +67,8 @@ func depsSucceeded(t Task, status map[string]State) bool {
 // nothing of it runs (then a ready task is about to start: see scheduleLocked). It costs
 // one store query, and only when a task is ready.
 func (r *Reader) SlotWait(ctx context.Context, snap Snapshot) (*SlotWait, error) {
-	if !hasReady(snap) {
+	readyLocal, readyRemote := readyKinds(snap)
+	if !readyLocal && !readyRemote {
 		return nil, nil
 	}
 	var own []SlotOwner
@@ -82,9 +89,17 @@ func (r *Reader) SlotWait(ctx context.Context, snap Snapshot) (*SlotWait, error)
 	if err != nil {
 		return nil, err
 	}
+	// The cap of the kind that waits: pods when only remote tasks are ready, else the
+	// runner's slots, held by tasks of that kind.
 	w := &SlotWait{Cap: CapServer, HeldBy: make([]SlotOwner, 0, len(running))}
+	remote := readyRemote && !readyLocal
+	if remote {
+		w.Cap = CapPods
+	}
 	for _, t := range running {
-		w.HeldBy = append(w.HeldBy, SlotOwner{GraphID: t.GraphID, TaskID: t.ID, StartedAt: TimeOf(t.StartedAt)})
+		if (t.Executor == string(ExecutorKubernetes)) == remote {
+			w.HeldBy = append(w.HeldBy, SlotOwner{GraphID: t.GraphID, TaskID: t.ID, StartedAt: TimeOf(t.StartedAt)})
+		}
 	}
 	return w, nil
 }

@@ -32,6 +32,7 @@ type ManifestTask struct {
 	Command string `json:"command"`
 	Cwd     string `json:"cwd"`
 	TaskTimes
+	RanOn
 	Log *ManifestLog `json:"log"`
 }
 
@@ -219,7 +220,7 @@ func (e *Engine) archive(ctx context.Context, snap Snapshot) (store.Artifact, er
 	m.Graph.GraphHead, m.Graph.RunnerID = snap.Graph.Head(snap.Progress()), snap.Graph.RunnerID
 	var logs []archive.Log
 	for _, t := range snap.Tasks {
-		mt := ManifestTask{TaskHead: t.Head(), Command: t.Command, Cwd: t.Cwd, TaskTimes: t.Times(*snap.Graph.FinishedAt)}
+		mt := ManifestTask{TaskHead: t.Head(), Command: t.Command, Cwd: t.Cwd, TaskTimes: t.Times(*snap.Graph.FinishedAt), RanOn: t.RanOn()}
 		path := e.LogPath(graphID, t.ID)
 		// The manifest comes first in the archive and holds each log's sha256, so the logs
 		// are hashed before they are compressed (from the page cache the second time).
@@ -247,9 +248,15 @@ func (e *Engine) archive(ctx context.Context, snap Snapshot) (store.Artifact, er
 		MTime:    *snap.Graph.FinishedAt,
 		Logs:     logs,
 		OneLevel: !levelPerLog,
+		Index:    e.cfg.Artifacts != nil,
 	})
 	if err != nil {
 		return store.Artifact{}, err
+	}
+	if e.cfg.Artifacts != nil {
+		a, err := e.upload(ctx, graphID, w)
+		a.CreatedAt = time.Now().UTC()
+		return a, err
 	}
 	return store.Artifact{GraphID: graphID, Path: w.Path, Bytes: w.Bytes, SHA256: w.SHA256, CreatedAt: time.Now().UTC()}, nil
 }

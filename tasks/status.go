@@ -37,19 +37,36 @@ const foreignPoll = 200 * time.Millisecond
 // states), never the whole graph: a waiter on a wide graph must not cost more than the
 // graph's own scheduling.
 func (e *Engine) Wait(ctx context.Context, graphID string, taskIDs []string, until Until) (Snapshot, bool, error) {
+	met, err := e.WaitMet(ctx, graphID, taskIDs, until)
+	if err != nil {
+		return Snapshot{}, false, err
+	}
+	// The answer reads the graph even when the wait ran out: the caller reports it.
+	snap, err := e.Snapshot(context.WithoutCancel(ctx), graphID)
+	return snap, met, err
+}
+
+// WaitMet is Wait without the answer: it reports whether the condition was met, for a
+// caller that reads what it shows of the graph itself (StatusPage). Waiting for a whole
+// graph to be done, it reads nothing but the graph's head.
+func (e *Engine) WaitMet(ctx context.Context, graphID string, taskIDs []string, until Until) (bool, error) {
+	if len(taskIDs) == 0 && until != UntilChange {
+		// Only the graph's finish matters (see below): no task needs reading.
+		return e.waitProbe(ctx, graphID, true, func(h store.GraphHead) (bool, error) { return h.Finished, nil })
+	}
 	// The first read ignores ctx's deadline: a wait of a millisecond ends before a busy
 	// store answers, and must still answer with the graph's state (once the deadline has
 	// passed, the wait ends and the answer is read without it).
 	briefs, err := e.cfg.DB.TaskBriefs(context.WithoutCancel(ctx), graphID)
 	if err != nil {
-		return Snapshot{}, false, fmt.Errorf("read the tasks of graph %s: %w", graphID, err)
+		return false, fmt.Errorf("read the tasks of graph %s: %w", graphID, err)
 	}
 	if len(briefs) == 0 {
-		return Snapshot{}, false, notFound("no graph %s in this workspace", quote.Short(graphID))
+		return false, notFound("no graph %s in this workspace", quote.Short(graphID))
 	}
 	for _, id := range taskIDs {
 		if !slices.ContainsFunc(briefs, func(b store.TaskBrief) bool { return b.ID == id }) {
-			return Snapshot{}, false, notFound("graph %s has no task %s", graphID, quote.Short(id))
+			return false, notFound("graph %s has no task %s", graphID, quote.Short(id))
 		}
 	}
 	baseline := fingerprint(briefs, taskIDs)
@@ -68,13 +85,7 @@ func (e *Engine) Wait(ctx context.Context, graphID string, taskIDs []string, unt
 	}
 	// Waiting for the whole graph, only its finish matters: a graph of this runner wakes
 	// the wait once, when it finished, not at every batch of states written.
-	met, err := e.waitProbe(ctx, graphID, until != UntilChange && len(taskIDs) == 0, probe)
-	if err != nil {
-		return Snapshot{}, false, err
-	}
-	// The answer reads the graph even when the wait ran out: the caller reports it.
-	snap, err := e.Snapshot(context.WithoutCancel(ctx), graphID)
-	return snap, met, err
+	return e.waitProbe(ctx, graphID, until != UntilChange && len(taskIDs) == 0, probe)
 }
 
 // WaitFor blocks until cond holds for the graph as stored, checking it on the state at the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/store"
+	"github.com/mcp-harness/mcp-harness/tasks/dag"
 )
 
 // Submitted is what Submit returns: the graph as stored.
@@ -44,12 +45,21 @@ func (e *Engine) submit(ctx context.Context, spec Spec, detach bool) (Submitted,
 		MaxParallel: maxParallel, FailFast: spec.FailFast, CreatedAt: time.Now().UTC(),
 	}
 	rows := make([]store.TaskRow, len(spec.Tasks))
+	remote := false
 	for i, ts := range spec.Tasks {
 		rows[i] = store.TaskRow{
 			GraphID: row.ID, ID: ts.ID, Seq: i, Command: ts.Command, Cwd: v.Dirs[i], Env: ts.Env,
 			DependsOn: ts.DependsOn, TimeoutSec: ts.TimeoutSec, Retries: ts.Retries,
-			Sandbox: ts.Sandbox, Network: ts.Network,
+			Sandbox: ts.Sandbox, Network: ts.Network, CPU: ts.CPU, Memory: ts.Memory,
 			TaskState: store.TaskState{Status: string(Pending)},
+		}
+		if dag.ExecutorOf(ts, spec.Executor) == ExecutorKubernetes {
+			rows[i].Executor, remote = string(ExecutorKubernetes), true
+		}
+	}
+	if remote {
+		if err := e.checkRemote(ctx); err != nil {
+			return Submitted{}, err
 		}
 	}
 
@@ -111,7 +121,7 @@ func (e *Engine) submit(ctx context.Context, spec Spec, detach bool) (Submitted,
 		stored.RunnerID = e.epoch
 	}
 	e.mu.Lock()
-	e.adoptLocked(stored, rows)
+	e.adoptLocked(stored, rows) // all pending: nothing to follow
 	if e.closed {
 		// Shutdown began while the graph was being stored: record it as never started,
 		// truthfully, rather than leave pending rows no one runs.
@@ -126,13 +136,34 @@ func (e *Engine) submit(ctx context.Context, spec Spec, detach bool) (Submitted,
 	return Submitted{Snapshot: Snapshot{Graph: graphOf(stored), Tasks: tasksOf(rows)}, Created: true}, nil
 }
 
-// adoptLocked builds the in-memory state of a stored graph whose tasks are all pending
-// (or terminal), queues the ready ones and skips those whose dependencies can no longer
-// succeed.
-func (e *Engine) adoptLocked(row store.GraphRow, rows []store.TaskRow) {
+// remoteCheckTimeout bounds how long a submit waits to learn whether the cluster answers.
+const remoteCheckTimeout = 10 * time.Second
+
+// checkRemote refuses a graph with remote tasks when no cluster is configured or it does
+// not answer now (ErrExecutorUnavailable, saying why): nothing is stored then.
+func (e *Engine) checkRemote(ctx context.Context) error {
+	if e.cfg.Kubernetes == nil {
+		return fmt.Errorf("%w: no Kubernetes cluster is configured on this server; start it with --kube-config (or --kube-context), or run the tasks with executor \"local\"", ErrExecutorUnavailable)
+	}
+	ctx, cancel := context.WithTimeout(ctx, remoteCheckTimeout)
+	defer cancel()
+	if err := e.cfg.Kubernetes.Check(ctx); err != nil {
+		if !errors.Is(err, ErrExecutorUnavailable) {
+			err = fmt.Errorf("%w: %w", ErrExecutorUnavailable, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// adoptLocked builds the in-memory state of a stored graph whose tasks are pending,
+// terminal, or remote and running (a graph taken over from a runner that is gone), queues
+// the ready ones and skips those whose dependencies can no longer succeed. It returns the
+// running remote tasks, each with its slot taken, for launchAll to follow again.
+func (e *Engine) adoptLocked(row store.GraphRow, rows []store.TaskRow) []launch {
 	g := &graph{row: row, byID: make(map[string]*task, len(rows))}
 	for _, r := range rows {
-		t := &task{row: r}
+		t := &task{row: r, remote: r.Executor == string(ExecutorKubernetes)}
 		g.tasks = append(g.tasks, t)
 		g.byID[r.ID] = t
 	}
@@ -151,18 +182,31 @@ func (e *Engine) adoptLocked(row store.GraphRow, rows []store.TaskRow) {
 	}
 	if g.unfinished == 0 {
 		e.writer.queue.push(writeItem{finished: row.ID}) // nothing left to run: archive it
-		return
+		return nil
 	}
 	e.graphs[row.ID] = g
 	e.order = append(e.order, g)
+	var follow []launch
 	for _, t := range g.tasks {
+		if State(t.row.Status) == Running && t.remote {
+			// Its pod runs on: it holds a slot as a started attempt does, until it is
+			// followed again and ends (reattach).
+			t.starting = true
+			g.running++
+			e.pods++
+			e.waiters.Add(1)
+			follow = append(follow, launch{g: g, t: t, reattach: true})
+			continue
+		}
 		if State(t.row.Status) != Pending {
 			continue
 		}
 		if blocker := firstBlocker(t); blocker != nil {
 			e.skipLocked(g, t, blocker)
 		} else if t.remaining == 0 {
-			g.ready = append(g.ready, t)
+			q := g.queueOf(t)
+			*q = append(*q, t)
 		}
 	}
+	return follow
 }

@@ -64,6 +64,9 @@ func checkValue(v any, t reflect.Type, path, tool string) (any, error) {
 	if v == nil {
 		return nil, nil // null: the argument's zero value, as if it were left out
 	}
+	if t.Implements(argCheckerType) { // a type that takes more than one kind of value
+		return reflect.Zero(t).Interface().(argChecker).checkArg(v, path)
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		m, ok := v.(map[string]any)

@@ -83,3 +83,33 @@ func structuredB(b *testing.B, s *testServer, tool string, args map[string]any) 
 	}
 	return structured(b, res)
 }
+
+// BenchmarkTasksStatusPage answers a default tasks_status (the graphId alone: the first
+// page, log tails included) on a graph of N pending tasks held behind a running gate
+// task (N counts the gate): the page shows a few dozen tasks, so its cost should not grow
+// with N (issue 29).
+//
+//	go test -run '^$' -bench TasksStatusPage ./tools/
+func BenchmarkTasksStatusPage(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("tasks-%d", n), func(b *testing.B) {
+			s, err := openTestServer(b.Context(), testConfig{Config: Config{MaxWait: 30 * time.Second, Logger: discardLogger()}, Workspace: b.TempDir(), MaxTasks: 100000})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { closeServer(s) })
+			ts := []any{map[string]any{"id": "gate", "command": "sleep 3600"}}
+			for i := range n - 1 {
+				ts = append(ts, map[string]any{"id": fmt.Sprintf("t%d", i), "command": "true", "dependsOn": []string{"gate"}})
+			}
+			id := structuredB(b, s, "tasks_run", map[string]any{"tasks": ts})["graphId"].(string)
+			for b.Loop() {
+				st := structuredB(b, s, "tasks_status", map[string]any{"graphId": id})
+				if got := st["progress"].(map[string]any)["total"]; got != float64(n) {
+					b.Fatalf("total %v, want %d", got, n)
+				}
+			}
+			structuredB(b, s, "tasks_cancel", map[string]any{"graphId": id, "graceMs": 0})
+		})
+	}
+}

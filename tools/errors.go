@@ -29,10 +29,11 @@ const (
 	codeCwdOutsideWorkspace = "CWD_OUTSIDE_WORKSPACE"
 	codeLimitExceeded       = "LIMIT_EXCEEDED"
 	codeSessionExited       = "SESSION_EXITED"
-	codeBusy                = "BUSY"                // retry later: the server is at a limit of calls in flight, or a shell runs a command
-	codeNoIntegration       = "NO_INTEGRATION"      // run needs a shell that reports its prompts
-	codeShuttingDown        = "SHUTTING_DOWN"       // the call was cut short: the server is shutting down
-	codeSandboxUnavailable  = "SANDBOX_UNAVAILABLE" // a sandbox the call asked for cannot be enforced on this system
+	codeBusy                = "BUSY"                 // retry later: the server is at a limit of calls in flight, or a shell runs a command
+	codeNoIntegration       = "NO_INTEGRATION"       // run needs a shell that reports its prompts
+	codeShuttingDown        = "SHUTTING_DOWN"        // the call was cut short: the server is shutting down
+	codeSandboxUnavailable  = "SANDBOX_UNAVAILABLE"  // a sandbox the call asked for cannot be enforced on this system
+	codeExecutorUnavailable = "EXECUTOR_UNAVAILABLE" // a task names an executor this server has no cluster for, or whose cluster does not answer
 	codeInternal            = "INTERNAL"
 )
 
@@ -68,6 +69,7 @@ var errorCodes = []struct {
 	{codeInvalidArgument, []error{errInvalid, workspace.ErrBadDir, pty.ErrInvalid, pty.ErrUnknownKey, tasks.ErrInvalid, tasks.ErrNoDetach,
 		sandbox.ErrInvalid, sandbox.ErrLoosen}},
 	{codeSandboxUnavailable, []error{sandbox.ErrUnavailable}},
+	{codeExecutorUnavailable, []error{tasks.ErrExecutorUnavailable}},
 	{codeNotFound, []error{store.ErrNotFound, pty.ErrNoSession, tasks.ErrNotFound}},
 	{codeLimitExceeded, []error{pty.ErrLimit}},
 	{codeSessionExited, []error{pty.ErrExited}},
@@ -141,7 +143,7 @@ func errorText(tool, code string, err error) string {
 	msg := err.Error()
 	for {
 		trimmed := goOp.ReplaceAllString(msg, "")
-		for _, sentinel := range []error{tasks.ErrInvalid, tasks.ErrLimit, pty.ErrInvalid, errInvalid} {
+		for _, sentinel := range []error{tasks.ErrInvalid, tasks.ErrLimit, tasks.ErrExecutorUnavailable, pty.ErrInvalid, errInvalid} {
 			trimmed = strings.TrimPrefix(trimmed, sentinel.Error()+": ")
 		}
 		if trimmed == msg {

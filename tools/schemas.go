@@ -24,12 +24,14 @@ var deriver = toolschema.New(
 	toolschema.Enum(tasks.GraphStates()),
 	toolschema.Enum(tasks.Untils()),
 	toolschema.Enum(tasks.Outcomes()),
+	toolschema.Enum(tasks.Executors()),
 	toolschema.Type[tasks.Time](toolschema.DateTime()),
 	toolschema.Enum(pty.Reasons()),
 	toolschema.Enum(pty.InputKinds()),
 	toolschema.Enum(sandbox.Modes()),
 	toolschema.Enum(sandbox.Networks()),
 	toolschema.Enum([]signalName{"SIGHUP", "SIGINT", "SIGTERM", "SIGKILL", "SIGQUIT", "SIGUSR1", "SIGUSR2"}),
+	screenRules[0], screenRules[1], // shell_io's screen argument and its colours (screen_styled.go)
 )
 
 // signalName is the signal shell_close sends first.

@@ -11,12 +11,12 @@ import (
 
 // readArgs are the arguments every reading shell call takes.
 type readArgs struct {
-	WaitFor   string `json:"waitFor,omitempty" jsonschema:"Regex (RE2) that ends the wait; your input's echo counts, so anchor it: (?m)^42$."`
-	IdleMs    *int64 `json:"idleMs,omitempty" jsonschema:"Quiet time that ends the wait. Default 300; none with waitFor."`
-	TimeoutMs *int64 `json:"timeoutMs,omitempty" jsonschema:"Default 10000, at most --max-wait; 0: now."`
-	MaxBytes  *int64 `json:"maxBytes,omitempty" jsonschema:"Default 16384." toolschema:"minimum=1"`
-	Raw       bool   `json:"raw,omitempty" jsonschema:"Keep escape codes."`
-	Screen    bool   `json:"screen,omitempty" jsonschema:"Add the screen (TUIs)."`
+	WaitFor   string     `json:"waitFor,omitempty" jsonschema:"RE2 regex that ends the wait; your input's echo counts: anchor it, (?m)^42$."`
+	IdleMs    *int64     `json:"idleMs,omitempty" jsonschema:"Quiet ms that end the wait; default 300, none with waitFor."`
+	TimeoutMs *int64     `json:"timeoutMs,omitempty" jsonschema:"Default 10000, at most --max-wait; 0: now."`
+	MaxBytes  *int64     `json:"maxBytes,omitempty" jsonschema:"Default 16384." toolschema:"minimum=1"`
+	Raw       bool       `json:"raw,omitempty" jsonschema:"Keep escape codes."`
+	Screen    screenMode `json:"screen,omitempty" jsonschema:"Add the screen (TUIs); styled: colour."`
 }
 
 // termSize is a terminal's size, as shell_open and shell_io take it; the maximum is
@@ -67,6 +67,9 @@ type screenResult struct {
 	Cursor    screenCursor `json:"cursor"`
 	AltScreen bool         `json:"altScreen"`
 	Title     string       `json:"title"`
+	// Styles, for screen "styled" only, is each row's runs of colour beside its text;
+	// null for a plain screen.
+	Styles [][]styleRun `json:"styles" toolschema:"nullable"`
 }
 
 type screenCursor struct {
@@ -143,7 +146,7 @@ func (s *Table) readOptions(a readArgs) (r pty.ReadOptions, clamped bool, err er
 	}
 	r.MaxBytes = int(mb)
 	r.Raw = a.Raw
-	r.Screen = a.Screen
+	r.Screen, r.Styled = a.Screen != screenNone, a.Screen == screenStyled
 	return r, clamped, nil
 }
 
@@ -235,7 +238,7 @@ func (s *Table) shapeRead(r pty.ReadResult, clamped bool) (readResult, string) {
 	text := strings.Join(parts, " · ") + "\n" + r.Output
 	if sc := r.Screen; sc != nil {
 		out.Screen = &screenResult{Cols: sc.Cols, Rows: sc.Rows, Lines: sc.Lines,
-			Cursor: screenCursor{Row: sc.CursorRow, Col: sc.CursorCol}, AltScreen: sc.AltScreen, Title: sc.Title}
+			Cursor: screenCursor{Row: sc.CursorRow, Col: sc.CursorCol}, AltScreen: sc.AltScreen, Title: sc.Title, Styles: stylesOf(sc.Styles)}
 		if !strings.HasSuffix(text, "\n") {
 			text += "\n"
 		}

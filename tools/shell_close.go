@@ -14,7 +14,7 @@ import (
 // shellClose is shell_close: end a session and return what it left unread.
 var shellClose = tool[closeArgs, closeResult]{
 	name:        "shell_close",
-	description: "End a terminal session: signal its process group, SIGKILL what is left after graceMs; returns the exit status and unread output.",
+	description: "End a terminal session: signal its process group, SIGKILL the rest after graceMs; returns the exit status and unread output.",
 	annotations: destructive,
 	waits:       alwaysWaits,
 	handle: func(s *Table, ctx context.Context, _ mcp.CallToolRequest, a closeArgs) (closeResult, string, error) {
@@ -40,7 +40,7 @@ var shellClose = tool[closeArgs, closeResult]{
 		if err != nil {
 			return closeResult{}, "", err
 		}
-		res, err := s.shells.Close(ctx, a.SessionID, sig, grace)
+		res, err := s.sessions(ctx).Close(ctx, a.SessionID, sig, grace)
 		if err != nil {
 			return closeResult{}, "", err
 		}

@@ -14,8 +14,8 @@ import (
 // shellIO is shell_io: resize, type, wait and read, in one engine call.
 var shellIO = tool[ioArgs, readResult]{
 	name: "shell_io",
-	description: "Type into a terminal session and read its output until waitFor matches, output goes quiet, it exits or timeoutMs. " +
-		"In a shell use run; on reason input, answer. Without input it waits for new output: do not poll.",
+	description: "Type into a terminal session and read its output until waitFor matches, it goes quiet, exits or timeoutMs. " +
+		"In a shell use run; on reason input, answer. Without input it waits for output: do not poll.",
 	annotations: destructive,
 	waits:       alwaysWaits,
 	handle: func(s *Table, ctx context.Context, req mcp.CallToolRequest, a ioArgs) (readResult, string, error) {
@@ -41,7 +41,7 @@ var shellIO = tool[ioArgs, readResult]{
 			}
 			return fmt.Sprintf("%s: waiting for %s, %s so far", a.SessionID, what, time.Since(start).Round(time.Second))
 		})
-		res, err := s.shells.IO(ctx, a.SessionID, in, r)
+		res, err := s.sessions(ctx).IO(ctx, a.SessionID, in, r)
 		stop()
 		if err != nil {
 			return readResult{}, "", err
@@ -69,11 +69,11 @@ func (s *Table) failureHint(r pty.ReadResult) string {
 type ioArgs struct {
 	SessionID string   `json:"sessionId" jsonschema:"From shell_open." toolschema:"required"`
 	Input     string   `json:"input,omitempty" jsonschema:"Typed as is; end a command with \\n."`
-	Keys      []string `json:"keys,omitempty" jsonschema:"Sent after input: Enter, Tab, Escape, BSpace, Up, Down, C-c, C-d, M-x, F1..."`
-	Since     *int64   `json:"since,omitempty" jsonschema:"Re-read from this offset (a past cursor)."`
+	Keys      []string `json:"keys,omitempty" jsonschema:"After input: Enter, Tab, Escape, BSpace, Up, Down, C-c, C-d, M-x, F1..."`
+	Since     *int64   `json:"since,omitempty" jsonschema:"Re-read from a past cursor."`
 	End       *int64   `json:"end,omitempty" jsonschema:"With since: re-read to here."`
-	Run       string   `json:"run,omitempty" jsonschema:"Command line to run at the prompt; returns its output and exit code."`
-	Paste     bool     `json:"paste,omitempty" jsonschema:"Send input as one bracketed paste."`
+	Run       string   `json:"run,omitempty" jsonschema:"Run at the prompt; returns its output and exit code."`
+	Paste     bool     `json:"paste,omitempty" jsonschema:"Input as one bracketed paste."`
 	WaitPort  int      `json:"waitPort,omitempty" jsonschema:"End when this TCP port listens." toolschema:"minimum=1,maximum=65535"`
 	termSize
 	readArgs

@@ -18,16 +18,16 @@ var shellList = tool[shellListArgs, listResult]{
 	description: "This server's terminal sessions, oldest first, with their unread output and listening ports.",
 	annotations: readOnly,
 	waits:       neverWaits,
-	handle: func(s *Table, _ context.Context, _ mcp.CallToolRequest, a shellListArgs) (listResult, string, error) {
+	handle: func(s *Table, ctx context.Context, _ mcp.CallToolRequest, a shellListArgs) (listResult, string, error) {
 		var infos []pty.Info
 		if a.SessionID != "" {
-			in, err := s.shells.Get(a.SessionID)
+			in, err := s.sessions(ctx).Get(a.SessionID)
 			if err != nil {
 				return listResult{}, "", err
 			}
 			infos = []pty.Info{in}
 		} else {
-			infos = s.shells.List()
+			infos = s.sessions(ctx).List()
 		}
 		out := listResult{Sessions: make([]sessionInfo, 0, len(infos))}
 		var text strings.Builder

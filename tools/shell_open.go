@@ -13,11 +13,27 @@ import (
 // shellOpen is shell_open: start a program under a new terminal and read its first output.
 var shellOpen = tool[openArgs, openResult]{
 	name: "shell_open",
-	description: "Start a program (default: a shell) in a terminal kept between calls, for shells, REPLs, dev servers, prompts and TUIs; " +
-		"returns its first output and a sessionId. Size and wait arguments as in shell_io. For builds and tests use tasks_run.",
+	description: "Start a program (default: a shell) in a terminal kept between calls (shells, REPLs, dev servers, TUIs); " +
+		"returns its first output and a sessionId. Size and wait arguments as in shell_io. Builds and tests: tasks_run.",
 	annotations: destructive,
 	waits:       alwaysWaits,
-	adjustInput: func(in map[string]any) { tightenOnly(in) },
+	adjustInput: func(in map[string]any) {
+		tightenOnly(in)
+		// The wait arguments mean what they mean in shell_io, which says it once.
+		for _, name := range []string{"waitFor", "idleMs", "timeoutMs"} {
+			setAt(in, []string{name}, func(p map[string]any) { p["description"] = "As in shell_io." })
+		}
+		setAt(in, []string{"screen"}, func(p map[string]any) { p["description"] = "As in shell_io." })
+	},
+	adjustOutput: func(out map[string]any) {
+		// The fields of a read are described once, in shell_io's output schema: a client
+		// reads these bytes at the start of every conversation (the 24 KiB budget).
+		for name, p := range out["properties"].(map[string]any) {
+			if name != "sandbox" && name != "withheldEnv" {
+				delete(p.(map[string]any), "description")
+			}
+		}
+	},
 	handle: func(s *Table, ctx context.Context, _ mcp.CallToolRequest, a openArgs) (openResult, string, error) {
 		r, clamped, err := s.readOptions(a.readArgs)
 		if err != nil {
@@ -37,7 +53,7 @@ var shellOpen = tool[openArgs, openResult]{
 		o := pty.OpenOptions{Command: a.Command, Dir: dir.Path, EnterDir: dir.ExecPath(), DirFile: dir.File(), Env: a.Env,
 			Cols: orZero(a.Cols), Rows: orZero(a.Rows), Name: a.Name, NoIntegration: a.Integration != nil && !*a.Integration,
 			Sandbox: &policy}
-		res, err := s.shells.Open(ctx, o, r)
+		res, err := s.sessions(ctx).Open(ctx, o, r)
 		dir.Close()
 		if err != nil {
 			return openResult{}, "", err

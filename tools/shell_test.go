@@ -243,7 +243,7 @@ func TestShell_Screen(t *testing.T) {
 	}
 	res := structured(t, open)
 	want := map[string]any{"cols": 30.0, "rows": 5.0, "lines": []any{"", "  Pick one:", "  > first", "", ""},
-		"cursor": map[string]any{"row": 2.0, "col": 9.0}, "altScreen": true, "title": "menu"}
+		"cursor": map[string]any{"row": 2.0, "col": 9.0}, "altScreen": true, "title": "menu", "styles": nil}
 	if diff := cmp.Diff(want, res["screen"]); diff != "" {
 		t.Errorf("shell_open screen (-want +got):\n%s", diff)
 	}

@@ -19,6 +19,20 @@ func (s *Table) slotNote(ctx context.Context, snap tasks.Snapshot) string {
 	if err != nil || w == nil {
 		return ""
 	}
+	return slotNoteOf(w, snap.Graph)
+}
+
+// slotNotePage is slotNote for a page tasks.StatusPage read, whose tasks count p.
+func (s *Table) slotNotePage(ctx context.Context, v tasks.PageView, p tasks.Progress) string {
+	w, err := s.tasks.SlotWaitPage(ctx, v, p)
+	if err != nil || w == nil {
+		return ""
+	}
+	return slotNoteOf(w, v.Graph)
+}
+
+// slotNoteOf says w in words, for graph g.
+func slotNoteOf(w *tasks.SlotWait, g tasks.Graph) string {
 	const most = 5
 	now := time.Now()
 	names := make([]string, 0, min(len(w.HeldBy), most+1))
@@ -28,7 +42,7 @@ func (s *Table) slotNote(ctx context.Context, snap tasks.Snapshot) string {
 			break
 		}
 		name := h.TaskID
-		if h.GraphID != snap.Graph.ID {
+		if h.GraphID != g.ID {
 			name = h.GraphID + "/" + h.TaskID
 		}
 		if h.StartedAt != nil {
@@ -37,8 +51,11 @@ func (s *Table) slotNote(ctx context.Context, snap tasks.Snapshot) string {
 		names = append(names, name)
 	}
 	held := strings.Join(names, ", ")
-	if w.Cap == tasks.CapGraph {
-		return fmt.Sprintf("Ready tasks wait for a free slot: this graph's maxParallel (%d) is taken by %s.", snap.Graph.MaxParallel, held)
+	switch w.Cap {
+	case tasks.CapGraph:
+		return fmt.Sprintf("Ready tasks wait for a free slot: this graph's maxParallel (%d) is taken by %s.", g.MaxParallel, held)
+	case tasks.CapPods:
+		return fmt.Sprintf("Ready kubernetes tasks wait for a pod slot: the server's --kube-max-pods is taken by %s.", held)
 	}
 	return fmt.Sprintf("Ready tasks wait for a free slot: the server's --max-parallel is taken by %s. "+
 		"(A graph with no task running always gets one slot, so no graph waits for ever behind another's; tasks_cancel frees a slot.)", held)

@@ -44,6 +44,9 @@ type Config struct {
 	// which a result waiting for a password tells the model to ask for; nil is
 	// "mcp-harness answer <id>".
 	AnswerCommand func(id string) string
+	// NoUI offers no MCP Apps views (--no-ui): no ui:// resources, no _meta.ui on the
+	// tools (ui.go).
+	NoUI bool
 }
 
 // DefaultMaxWait is Config.MaxWait when it is 0: long enough for a build step or a dev
@@ -87,6 +90,7 @@ func NewTable(cfg Config, ws *workspace.Workspace, ready func(context.Context) e
 		server.WithRecovery(),
 	)
 	s.mcp.AddTools(s.registry()...)
+	s.offerViews()
 	return s
 }
 
@@ -102,6 +106,13 @@ func (s *Table) answerCommand(id string) string {
 // returns nil.
 func (s *Table) Start(shells *pty.Manager, engine *tasks.Engine) {
 	s.shells, s.tasks = shells, engine
+}
+
+// sessions is the terminal engine as the call's principal sees it (protocol.Principal):
+// over HTTP a principal reaches only the sessions it opened, and another's are not there
+// (NOT_FOUND); under stdio the one client reaches them all.
+func (s *Table) sessions(ctx context.Context) pty.Owned {
+	return s.shells.As(protocol.Principal(ctx))
 }
 
 // MCPServer is the mcp-go server that offers the tools.

@@ -18,7 +18,7 @@ const defaultCancelMs = 5000
 var tasksCancel = tool[cancelArgs, tasks.CancelReport]{
 	name: "tasks_cancel",
 	description: "Cancel a graph's unfinished tasks (or taskIds): pending at once, running ones SIGTERM then SIGKILL after graceMs; " +
-		"their dependents are skipped. Safe to repeat.",
+		"dependents are skipped. Idempotent.",
 	annotations: mcp.ToolAnnotation{DestructiveHint: ptr(true), IdempotentHint: ptr(true), OpenWorldHint: ptr(false)},
 	waits:       neverWaits,
 	handle: func(s *Table, ctx context.Context, _ mcp.CallToolRequest, a cancelArgs) (tasks.CancelReport, string, error) {

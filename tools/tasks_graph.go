@@ -13,8 +13,8 @@ import (
 // tasksGraph is tasks_graph: why pending tasks have not started, and the graph's shape.
 var tasksGraph = tool[graphArgs, tasks.Report]{
 	name: "tasks_graph",
-	description: "Why a graph's pending tasks have not started: ready (no free slot yet), waiting (on dependencies) or blocked " +
-		"(a dependency failed: to be skipped). With dependencies, a topological order and a Mermaid chart of small graphs.",
+	description: "Why a graph's pending tasks have not started: ready (no free slot), waiting (on dependencies) or blocked " +
+		"(a dependency failed: to be skipped); a topological order; a Mermaid chart of small graphs.",
 	annotations: readOnly,
 	waits:       neverWaits,
 	adjustOutput: func(out map[string]any) {
@@ -62,7 +62,7 @@ var tasksGraph = tool[graphArgs, tasks.Report]{
 
 type graphArgs struct {
 	GraphID string `json:"graphId" jsonschema:"From tasks_run." toolschema:"required"`
-	Cursor  string `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page."`
+	Cursor  string `json:"cursor,omitempty" jsonschema:"From nextCursor."`
 }
 
 // depList names dependencies with their states: "build (failed), lint (running)".

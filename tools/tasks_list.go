@@ -13,7 +13,7 @@ import (
 // tasksList is tasks_list: a page of every task of the workspace, with their graphs.
 var tasksList = tool[listArgs, tasks.ListReport]{
 	name:        "tasks_list",
-	description: "Every task graph and task of this workspace, newest first, whichever server ran them.",
+	description: "Every graph and task of this workspace, newest first, whichever server ran them.",
 	annotations: readOnly,
 	waits:       neverWaits,
 	handle: func(s *Table, ctx context.Context, _ mcp.CallToolRequest, a listArgs) (tasks.ListReport, string, error) {
@@ -58,5 +58,5 @@ type listArgs struct {
 	Status  tasks.State `json:"status,omitempty" jsonschema:"Only tasks in this state."`
 	GraphID string      `json:"graphId,omitempty" jsonschema:"Only this graph's tasks."`
 	Limit   int         `json:"limit,omitempty" jsonschema:"Tasks per page. Default 50." toolschema:"minimum=1,maximum=1000"`
-	Cursor  string      `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page."`
+	Cursor  string      `json:"cursor,omitempty" jsonschema:"From nextCursor."`
 }

@@ -8,13 +8,14 @@ import (
 
 	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/tasks"
+	"github.com/mcp-harness/mcp-harness/tasks/dag"
 )
 
 // tasksRun is tasks_run: store a graph and start it, answering at once.
 var tasksRun = tool[runArgs, RunResult]{
 	name: "tasks_run",
-	description: "Run shell commands with dependencies (builds, test suites, pipelines) in the background; returns a graphId at once, " +
-		"then use tasks_status. Tasks read no input: a prompt fails (pass --yes). For interactive programs use shell_open.",
+	description: "Run shell commands with dependencies (builds, tests, pipelines) in the background; returns a graphId at once, " +
+		"then use tasks_status. No input: a prompt fails (pass --yes); interactive programs need shell_open.",
 	annotations: destructive,
 	waits:       neverWaits,
 	adjustInput: func(in map[string]any) {
@@ -49,19 +50,24 @@ var tasksRun = tool[runArgs, RunResult]{
 		if !sub.Created {
 			verb = "already submitted with this idempotencyKey; nothing new was started"
 		}
+		confined := sandboxLine(s.cfg.Sandbox.Policy(), out.WithheldEnv)
+		if n := countRemote(sub.Tasks); n > 0 {
+			confined += fmt.Sprintf("; %d task(s) run in pods on Kubernetes, confined by their pods", n)
+		}
 		text := fmt.Sprintf("graph %s%s: %d task(s) %s.\n%s\nFollow it with tasks_status {\"graphId\": %q, \"waitMs\": 30000}.",
-			sub.Graph.ID, quotedName(sub.Graph.Name), len(sub.Tasks), verb, sandboxLine(s.cfg.Sandbox.Policy(), out.WithheldEnv), sub.Graph.ID)
+			sub.Graph.ID, quotedName(sub.Graph.Name), len(sub.Tasks), verb, confined, sub.Graph.ID)
 		return out, text, nil
 	},
 }
 
 type runArgs struct {
-	Tasks          []taskArg `json:"tasks" jsonschema:"Tasks; each starts once its dependsOn succeeded." toolschema:"required"`
-	Name           string    `json:"name,omitempty" jsonschema:"A label for the graph."`
-	MaxParallel    int       `json:"maxParallel,omitempty" jsonschema:"Default: CPU count." toolschema:"minimum=1"`
-	FailFast       bool      `json:"failFast,omitempty" jsonschema:"Cancel the rest at the first failure."`
-	IdempotencyKey string    `json:"idempotencyKey,omitempty" jsonschema:"Resending this key returns the first graph."`
-	Detach         *bool     `json:"detach,omitempty" jsonschema:"Run in a process that outlives this server."`
+	Tasks          []taskArg          `json:"tasks" jsonschema:"Each starts once its dependsOn succeeded." toolschema:"required"`
+	Name           string             `json:"name,omitempty" jsonschema:"A label."`
+	MaxParallel    int                `json:"maxParallel,omitempty" jsonschema:"Default: CPU count." toolschema:"minimum=1"`
+	FailFast       bool               `json:"failFast,omitempty" jsonschema:"Cancel the rest at the first failure."`
+	IdempotencyKey string             `json:"idempotencyKey,omitempty" jsonschema:"Resent: returns the first graph."`
+	Detach         *bool              `json:"detach,omitempty" jsonschema:"Outlive this server in its own process."`
+	Executor       tasks.ExecutorName `json:"executor,omitempty" jsonschema:"Default local; kubernetes runs pods."`
 }
 
 // taskArg is one task of tasks_run; the bound on retries is tasks.MaxRetries
@@ -69,12 +75,20 @@ type runArgs struct {
 type taskArg struct {
 	ID         string            `json:"id" jsonschema:"Unique in the graph; dependsOn names it." toolschema:"required"`
 	Command    string            `json:"command" jsonschema:"Run with bash -c." toolschema:"required"`
-	DependsOn  []string          `json:"dependsOn,omitempty" jsonschema:"Ids to succeed first, else it is skipped."`
+	DependsOn  []string          `json:"dependsOn,omitempty" jsonschema:"Must succeed first, else it is skipped."`
 	Cwd        string            `json:"cwd,omitempty" jsonschema:"Relative to the workspace root."`
 	Env        map[string]string `json:"env,omitempty" jsonschema:"Extra environment variables."`
 	TimeoutSec int               `json:"timeoutSec,omitempty" jsonschema:"Kill after this long."`
 	Retries    int               `json:"retries,omitempty" jsonschema:"Re-runs on failure." toolschema:"maximum=100"`
 	sandboxArgs
+	Executor  tasks.ExecutorName `json:"executor,omitempty" jsonschema:"Overrides the graph's."`
+	Resources *resourcesArg      `json:"resources,omitempty" jsonschema:"Its pod's requests."`
+}
+
+// resourcesArg is what a Kubernetes task's pod asks for, as Kubernetes quantities.
+type resourcesArg struct {
+	CPU    string `json:"cpu,omitempty" jsonschema:"E.g. 500m, 2."`
+	Memory string `json:"memory,omitempty" jsonschema:"E.g. 512Mi."`
 }
 
 // RunResult is the tasks_run result (and `tasks run --json`'s): the graph, not an echo of
@@ -94,15 +108,33 @@ type RunResult struct {
 // spec is the graph to submit, each task's policy settled by narrow from the server's
 // and its own sandbox arguments: a task that asks for more than the server allows refuses
 // the whole graph, as any other invalid task does.
+//
+// A task that runs in a pod (executor kubernetes) is confined by its pod (the image, the
+// service account, the namespace), not by this machine's sandbox: it takes no sandbox or
+// network argument (refused, so that a call never believes a pod is confined as it
+// asked), and records no policy.
 func (a runArgs) spec(narrow func(sandboxArgs) (sandbox.Policy, error)) (tasks.Spec, error) {
-	spec := tasks.Spec{Name: a.Name, MaxParallel: a.MaxParallel, FailFast: a.FailFast, IdempotencyKey: a.IdempotencyKey}
+	spec := tasks.Spec{Name: a.Name, MaxParallel: a.MaxParallel, FailFast: a.FailFast, IdempotencyKey: a.IdempotencyKey,
+		Executor: a.Executor}
 	for i, t := range a.Tasks {
-		p, err := narrow(t.sandboxArgs)
-		if err != nil {
-			return tasks.Spec{}, fmt.Errorf("task %d (%s): %w", i, t.ID, err)
+		ts := tasks.TaskSpec{ID: t.ID, Command: t.Command, DependsOn: t.DependsOn, Cwd: t.Cwd,
+			Env: t.Env, TimeoutSec: t.TimeoutSec, Retries: t.Retries, Executor: t.Executor}
+		if t.Resources != nil {
+			ts.CPU, ts.Memory = t.Resources.CPU, t.Resources.Memory
 		}
-		spec.Tasks = append(spec.Tasks, tasks.TaskSpec{ID: t.ID, Command: t.Command, DependsOn: t.DependsOn, Cwd: t.Cwd,
-			Env: t.Env, TimeoutSec: t.TimeoutSec, Retries: t.Retries, Sandbox: string(p.Mode), Network: string(p.Network)})
+		if dag.ExecutorOf(ts, a.Executor) == tasks.ExecutorKubernetes {
+			if t.Sandbox != "" || t.Network != "" {
+				return tasks.Spec{}, invalidf("task %d (%s): sandbox and network confine local tasks; a kubernetes task is confined by its pod "+
+					"(the server's --kube-image, --kube-service-account and --kube-namespace): leave them out, or run it with executor \"local\"", i, t.ID)
+			}
+		} else {
+			p, err := narrow(t.sandboxArgs)
+			if err != nil {
+				return tasks.Spec{}, fmt.Errorf("task %d (%s): %w", i, t.ID, err)
+			}
+			ts.Sandbox, ts.Network = string(p.Mode), string(p.Network)
+		}
+		spec.Tasks = append(spec.Tasks, ts)
 	}
 	return spec, nil
 }
@@ -111,4 +143,15 @@ func (a runArgs) spec(narrow func(sandboxArgs) (sandbox.Policy, error)) (tasks.S
 func RunResultOf(sub tasks.Submitted) RunResult {
 	return RunResult{GraphID: sub.Graph.ID, Name: sub.Graph.Name, Status: sub.Progress().State(), Created: sub.Created,
 		TaskCount: len(sub.Tasks), Detached: sub.Detached}
+}
+
+// countRemote counts the tasks that run in pods.
+func countRemote(ts []tasks.Task) int {
+	n := 0
+	for _, t := range ts {
+		if t.Executor == tasks.ExecutorKubernetes {
+			n++
+		}
+	}
+	return n
 }

@@ -18,8 +18,8 @@ import (
 // when asked to. The MCP Tasks extension answers tasks/get with it too (mcptasks.go).
 var tasksStatus = tool[statusArgs, tasks.StatusReport]{
 	name: "tasks_status",
-	description: "Progress of a task graph and each task's state, exit code and log tail, failed and running first. " +
-		"waitMs waits until it is done (until=change: any change): do not poll.",
+	description: "A graph's progress and each task's state, exit code and log tail, failed and running first. " +
+		"waitMs waits until done (until=change: any change): do not poll.",
 	annotations: readOnly,
 	waits:       waits{whenPositive: "waitMs"},
 	handle:      (*Table).tasksStatus,
@@ -29,12 +29,12 @@ type statusArgs struct {
 	GraphID   string      `json:"graphId" jsonschema:"From tasks_run." toolschema:"required"`
 	TaskIDs   []string    `json:"taskIds,omitempty" jsonschema:"Only these tasks."`
 	LogTail   *int64      `json:"logTail,omitempty" jsonschema:"Bytes of each log's end. Default 2048, max 65536."`
-	LogLines  *int64      `json:"logLines,omitempty" jsonschema:"Last N lines of each log instead, max 1000; wins over logTail."`
-	LogOffset *int64      `json:"logOffset,omitempty" jsonschema:"With one taskId: read its log from here, then from nextOffset."`
+	LogLines  *int64      `json:"logLines,omitempty" jsonschema:"Last N lines of each log, max 1000; wins over logTail."`
+	LogOffset *int64      `json:"logOffset,omitempty" jsonschema:"With one taskId: its log from here, then nextOffset."`
 	LogLimit  *int64      `json:"logLimit,omitempty" jsonschema:"Default 65536, max 1048576." toolschema:"minimum=1"`
 	WaitMs    *int64      `json:"waitMs,omitempty" jsonschema:"At most --max-wait."`
 	Until     tasks.Until `json:"until,omitempty" jsonschema:"Default done."`
-	Cursor    string      `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page."`
+	Cursor    string      `json:"cursor,omitempty" jsonschema:"From nextCursor."`
 }
 
 func (s *Table) tasksStatus(ctx context.Context, req mcp.CallToolRequest, a statusArgs) (tasks.StatusReport, string, error) {
@@ -86,27 +86,45 @@ func (s *Table) tasksStatus(ctx context.Context, req mcp.CallToolRequest, a stat
 		return tasks.StatusReport{}, "", err
 	}
 
+	// Without taskIds the answer is a page of the graph, read from the store a page at a
+	// time (tasks.StatusPage): its cost must not grow with the graph (issue 29).
+	paged := len(a.TaskIDs) == 0
 	var snap tasks.Snapshot
 	met := true
 	if wait > 0 {
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		stop := protocol.ReportProgress(wctx, req, func() string { return s.graphProgress(wctx, a.GraphID) })
-		snap, met, err = s.tasks.Wait(wctx, a.GraphID, a.TaskIDs, until)
+		if paged {
+			met, err = s.tasks.WaitMet(wctx, a.GraphID, nil, until)
+		} else {
+			snap, met, err = s.tasks.Wait(wctx, a.GraphID, a.TaskIDs, until)
+		}
 		stop()
 		cancel()
-	} else {
+	} else if !paged {
 		snap, err = s.tasks.Snapshot(ctx, a.GraphID)
 	}
 	if err != nil {
 		return tasks.StatusReport{}, "", err
 	}
-	out, err := s.tasks.Status(ctx, snap, q)
-	if err != nil {
-		return tasks.StatusReport{}, "", err
+	var out tasks.StatusReport
+	var note string
+	taskOf := snap.Task
+	if paged {
+		var view tasks.PageView
+		if out, view, err = s.tasks.StatusPage(ctx, a.GraphID, q); err != nil {
+			return tasks.StatusReport{}, "", err
+		}
+		note, taskOf = s.slotNotePage(ctx, view, out.Progress), view.Task
+	} else {
+		if out, err = s.tasks.Status(ctx, snap, q); err != nil {
+			return tasks.StatusReport{}, "", err
+		}
+		note = s.slotNote(ctx, snap)
 	}
 	waited := wait > 0 && !met
 	maxed := a.WaitMs != nil && *a.WaitMs > s.cfg.MaxWait.Milliseconds()
-	if note := s.slotNote(ctx, snap); note != "" {
+	if note != "" {
 		cut = append(cut, note) // printed with the notes above the table
 	}
 	hint := func(t tasks.TaskStatus) string {
@@ -114,7 +132,7 @@ func (s *Table) tasksStatus(ctx context.Context, req mcp.CallToolRequest, a stat
 			return ""
 		}
 		cwd := ""
-		if task, ok := snap.Task(t.ID); ok {
+		if task, ok := taskOf(t.ID); ok {
 			cwd = task.Cwd
 		}
 		return s.denialHint(*t.Sandbox, t.Log.Text, cwd)
@@ -163,6 +181,9 @@ func statusText(r tasks.StatusReport, cut clampNotes, timedOut, maxed bool, lq t
 		if t.Message != nil {
 			note = strings.TrimSpace(note + " " + *t.Message)
 		}
+		if t.Executor == tasks.ExecutorKubernetes {
+			note = strings.TrimSpace(note + " " + podNote(t.RanOn))
+		}
 		fmt.Fprintf(&b, "%s\t%s\t%d\t%s\t%s\t%s\n", t.ID, t.Status, t.Attempt, exit, dur, note)
 	}
 	for _, t := range r.Tasks {
@@ -194,4 +215,15 @@ func logWhat(l tasks.LogSlice, lq tasks.LogQuery) string {
 		return fmt.Sprintf("all %s%d bytes", lines, l.Size)
 	}
 	return fmt.Sprintf("last %s%d of %d bytes, %d skipped", lines, len(l.Text), l.Size, l.Offset)
+}
+
+// podNote says where a kubernetes task runs, for the NOTE column.
+func podNote(r tasks.RanOn) string {
+	switch {
+	case r.Pod == nil:
+		return "[kubernetes]"
+	case r.Node == nil:
+		return "[pod " + *r.Pod + "]"
+	}
+	return "[pod " + *r.Pod + " on " + *r.Node + "]"
 }

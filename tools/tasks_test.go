@@ -235,7 +235,7 @@ func TestTasks_BadInput(t *testing.T) {
 		{"tasks_run", map[string]any{"tasks": []any{}}, "INVALID_ARGUMENT", "task"},
 		{"tasks_run", map[string]any{"tasks": []any{tk("a")}, "maxParallel": -1}, "INVALID_ARGUMENT", "maxParallel"},
 		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "a", "cmd": "true"}}}, "INVALID_ARGUMENT",
-			`tasks[0] has no field "cmd" (did you mean command?); its fields are: command, cwd, dependsOn, env, id, network, retries, sandbox, timeoutSec`},
+			`tasks[0] has no field "cmd" (did you mean command?); its fields are: command, cwd, dependsOn, env, executor, id, network, resources, retries, sandbox, timeoutSec`},
 		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "a", "command": "true", "timeoutSec": "5"}}}, "INVALID_ARGUMENT",
 			`tasks[0].timeoutSec must be an integer, not the string "5"`},
 		{"tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "a", "command": "true", "env": map[string]any{"A": 1}}}}, "INVALID_ARGUMENT",

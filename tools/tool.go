@@ -147,6 +147,18 @@ func MayWait(name string, args map[string]json.RawMessage) bool {
 	return true
 }
 
+// ReadOnly reports whether the tool changes nothing (its readOnlyHint): the tools a
+// principal that may only read is allowed to call over HTTP (protocol.HTTPConfig). An
+// unknown tool is not read-only, the safe side.
+func ReadOnly(name string) bool {
+	for _, def := range definitions {
+		if def.Name == name {
+			return def.Annotations.ReadOnlyHint != nil && *def.Annotations.ReadOnlyHint
+		}
+	}
+	return false
+}
+
 // WaitingCalls names the calls that may wait, for the BUSY answer (protocol.Config):
 // "shell_open, shell_io, shell_close, tasks_status with waitMs".
 var WaitingCalls = waitingCalls()
@@ -183,7 +195,7 @@ var definitions = func() []mcp.Tool {
 func (s *Table) registry() []server.ServerTool {
 	out := make([]server.ServerTool, len(declarations))
 	for i, d := range declarations {
-		out[i] = d.bind(s, definitions[i])
+		out[i] = d.bind(s, s.linked(definitions[i]))
 	}
 	return out
 }

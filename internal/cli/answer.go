@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,8 +23,10 @@ import (
 // (sudo's password, ssh's passphrase, a prompt) without the answer passing through the
 // model: the server shows the question, the person types one line on their terminal
 // (without echo when the program reads a password), and the server writes it and Enter
-// into the session if the program still asks. The line goes over the operator socket
-// and nowhere else: not to the model, not to a log.
+// into the session if the process that asked (shown to the person: askingText) still
+// asks the same question. The line goes over the operator socket and nowhere else: not to
+// the model, not to a log; it is read into one buffer, sent without encoding/json's
+// pooled buffers (operator.Client.SendLine), and cleared.
 
 func newAnswerCmd() *cobra.Command {
 	o := &workspaceFlags{}
@@ -31,9 +34,12 @@ func newAnswerCmd() *cobra.Command {
 		Use:   "answer [SESSION]",
 		Short: "Answer a question a program in the agent's terminal asks (a password, a prompt)",
 		Long: "Answer the question a program in one of the agent's terminal sessions waits on, such as\n" +
-			"sudo's password or a y/n prompt: the question is shown, you type one line (a password\n" +
-			"is not echoed), and it is written to the session with Enter. The agent sees what the\n" +
-			"program prints after it, never the password (the terminal does not echo it either).\n\n" +
+			"sudo's password or a y/n prompt: the question and the process that asks are shown, you\n" +
+			"type one line (a password is not echoed), and it is written to the session with Enter,\n" +
+			"if that process still asks that question. The agent sees what the program prints after\n" +
+			"it, never the password (the terminal does not echo it either), and cannot type into the\n" +
+			"session meanwhile. Check who asks before you type: bash asking for a sudo password is\n" +
+			"not sudo.\n\n" +
 			"SESSION (default: the most recently active session that waits for input) is an id from\n" +
 			"`mcp-harness sessions`. A session that does not wait for input is refused, and so is a\n" +
 			"second answer while one is pending.",
@@ -59,7 +65,7 @@ func runAnswer(ctx context.Context, stateDir, id string, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	id = t.session.SessionID
+	id = printable(t.session.SessionID) // the server's word: shown, and sent back as it is shown
 	tty, err := openTTY()
 	if err != nil {
 		return fmt.Errorf("answer needs a terminal to read the answer from: %w", err)
@@ -83,16 +89,10 @@ func runAnswer(ctx context.Context, stateDir, id string, stderr io.Writer) error
 	if err := c.SetDeadline(time.Time{}); err != nil {
 		return err
 	}
-	what := map[pty.InputKind]string{pty.InputPassword: "a password (it will not be shown)", pty.InputLine: "a line", pty.InputKeys: "keys (type a line)"}[r.Asking.Kind]
-	fmt.Fprintf(tty, "%s (%s) asks for %s:\r\n", id, shorten(t.session.Command, 60), what)
-	prompt := r.Asking.Prompt
-	if prompt == "" {
-		prompt = ">"
-	}
-	if _, err := tty.WriteString(prompt + " "); err != nil {
+	if _, err := tty.WriteString(askingText(id, r.Asking, t.session.Command)); err != nil {
 		return err
 	}
-	line, err := readAnswer(tty, r.Asking.Kind == pty.InputPassword)
+	line, err := readAnswer(tty, hidden(r.Asking))
 	defer clear(line)
 	if err != nil {
 		return fmt.Errorf("answer %s: nothing was written: %w", id, err)
@@ -100,16 +100,71 @@ func runAnswer(ctx context.Context, stateDir, id string, stderr io.Writer) error
 	if err := c.SetDeadline(time.Now().Add(opTimeout)); err != nil {
 		return err
 	}
-	if _, err := c.Call(operator.Request{Op: operator.OpLine, Data: line}); err != nil {
+	if err := c.SendLine(line); err != nil {
+		return fmt.Errorf("answer %s: %w", id, err)
+	}
+	if _, err := c.Recv(); err != nil {
 		return fmt.Errorf("answer %s: %w", id, err)
 	}
 	fmt.Fprintf(stderr, "mcp-harness: answered %s\n", id)
 	return nil
 }
 
+// askingText is what the person reads before they type: which session asks, which
+// process asks (pid, command line, executable; whether it is setuid, and whether it is a
+// relay that passes the answer on), what for, and the program's own prompt. Every string
+// in it is the server's, and in part the agent's: printable. A server that does not say
+// which process asks (an older one) leaves the session's command in its place.
+func askingText(id string, w *operator.Waiting, command string) string {
+	what := map[pty.InputKind]string{pty.InputPassword: "a password (it will not be shown)", pty.InputLine: "a line", pty.InputKeys: "keys (type a line)"}[w.Kind]
+	if w.Kind == pty.InputKeys && hidden(w) {
+		what = "keys for the far side of a relay (type a line; it will not be shown, since whether the far side echoes cannot be seen from here)"
+	}
+	if what == "" {
+		what = printable(string(w.Kind))
+	}
+	who := shorten(printable(command), 60)
+	if a := w.Asker; a != nil {
+		who = shorten(printable(strings.Join(a.Args, " ")), 80)
+		if who == "" {
+			who = "?"
+		}
+		notes := []string{fmt.Sprintf("pid %d", a.Pid)}
+		if a.Exe != "" {
+			notes = append(notes, shorten(printable(a.Exe), 60))
+		}
+		if a.Setuid {
+			notes = append(notes, "setuid")
+		}
+		if a.Relay {
+			notes = append(notes, "a relay: the answer goes on to another program or machine")
+		}
+		who += " (" + strings.Join(notes, ", ") + ")"
+	}
+	prompt := printable(w.Prompt)
+	if prompt == "" {
+		prompt = ">"
+	}
+	return fmt.Sprintf("%s: %s asks for %s:\r\n%s ", id, who, what, prompt)
+}
+
+// hidden reports whether the answer to w is read without echo: a password, and keys
+// that a relay reads (ssh -t, docker exec -it, kubectl exec -it). Such a relay puts the
+// terminal into raw mode and passes keys on to a program out of sight, which may be a
+// remote sudo reading a password with echo off: from here that looks like any program
+// that reads keys, so the person's line is not shown, whatever the far side asks.
+func hidden(w *operator.Waiting) bool {
+	return w.Kind == pty.InputPassword || w.Kind == pty.InputKeys && w.Asker != nil && w.Asker.Relay
+}
+
+// maxAnswer is the longest answer: a terminal's line in canonical mode holds 4095
+// characters and its newline.
+const maxAnswer = 4096
+
 // readAnswer reads one line from the terminal, without echo when secret, and gives the
 // terminal's modes back however it ends: the line, EOF (C-d), or a signal (C-c), which
-// cancels the answer.
+// cancels the answer. The line is read into one buffer made for it, so that no copy of
+// a part of it is left behind in another (the caller clears the line).
 func readAnswer(tty ttyFile, secret bool) ([]byte, error) {
 	old, err := tty.termios()
 	if err != nil {
@@ -137,24 +192,24 @@ func readAnswer(tty ttyFile, secret bool) ([]byte, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		var line []byte
-		buf := make([]byte, 1024)
+		buf := make([]byte, maxAnswer)
+		n := 0
 		for {
-			n, err := tty.Read(buf)
-			line = append(line, buf[:n]...)
-			clear(buf[:n])
-			if i := bytes.IndexByte(line, '\n'); i >= 0 {
-				rest := line[i:]
-				line = bytes.TrimSuffix(line[:i], []byte("\r"))
-				clear(rest)
-				done <- result{line: line}
+			k, err := tty.Read(buf[n:])
+			n += k
+			if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+				clear(buf[i:]) // the newline and whatever came after it
+				done <- result{line: bytes.TrimSuffix(buf[:i], []byte("\r"))}
 				return
 			}
-			if err != nil || n == 0 {
-				clear(line)
-				if err == nil {
-					err = errors.New("no answer typed (end of input)")
-				}
+			if err == nil && k == 0 {
+				err = errors.New("no answer typed (end of input)")
+			}
+			if err == nil && n == len(buf) {
+				err = fmt.Errorf("the answer is longer than %d bytes", maxAnswer)
+			}
+			if err != nil {
+				clear(buf)
 				done <- result{err: err}
 				return
 			}

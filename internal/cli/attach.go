@@ -22,8 +22,10 @@ import (
 // until they press C-] w (or gave --write), C-] d detaches. The terminal is /dev/tty,
 // opened apart from the standard streams (non-blocking, so that the key reader ends
 // when the view does), put into raw mode and onto the alternate screen, and given back
-// as it was on every way out: a detach, the program's exit, the server gone or shutting
-// down, SIGTERM, SIGHUP or SIGINT, an error.
+// as it was on every way out: a detach (confirmed by the server, or not within
+// detachWait), the program's exit, the server gone or shutting down, a server that takes
+// no more of what the person sends (sendWait), SIGTERM, SIGHUP or SIGINT, the terminal
+// hanging up (its reader ends, whether a SIGHUP comes or not), an error. The keys of one read are acted on in order (keyReader.feed).
 
 func newAttachCmd() *cobra.Command {
 	o := &workspaceFlags{}
@@ -130,10 +132,23 @@ func (t ttyFile) makeRaw() (*unix.Termios, error) {
 
 // attachOutcome is how a view ended.
 type attachOutcome struct {
-	end    *operator.End // the server's word, if it said one
-	lost   error         // the connection ended without it
-	signal os.Signal     // the person's process was signalled
+	end         *operator.End // the server's word, if it said one
+	lost        error         // the connection ended without it
+	signal      os.Signal     // the person's process was signalled
+	terminal    error         // the person's terminal went away (hung up)
+	unconfirmed bool          // the person detached and the server did not confirm it
+	stalled     error         // the server did not take what the person sent (hung, stopped)
 }
+
+// detachWait is how long a detach waits for the server's End: a server that does not
+// confirm it (hung, stopped) does not keep the person's terminal.
+const detachWait = time.Second
+
+// sendWait bounds each write of the person's keys, size or mode to the server. The
+// server reads them as they come, so only one that is hung or stopped leaves its socket
+// full; without a bound the view would wait in that write, deaf to C-] d and to SIGTERM,
+// with the person's terminal in raw mode.
+const sendWait = 2 * time.Second
 
 // runAttach is `attach`: find the session, connect to its server, take the terminal and
 // follow the session until the view ends; then give the terminal back and say why.
@@ -142,7 +157,7 @@ func runAttach(ctx context.Context, stateDir, id string, write, resize bool, std
 	if err != nil {
 		return err
 	}
-	id = t.session.SessionID
+	id = printable(t.session.SessionID) // the server's word: shown, and sent back as it is shown
 	tty, err := openTTY()
 	if err != nil {
 		return fmt.Errorf("attach needs a terminal: %w", err)
@@ -208,6 +223,7 @@ func followView(c *operator.Client, tty ttyFile, p *screenPainter, id string, wr
 	}()
 	keys := make(chan []byte)
 	keysDone := make(chan struct{})
+	var keysErr error // set before keysDone is closed
 	go func() {
 		defer close(keysDone)
 		buf := make([]byte, 4096)
@@ -217,6 +233,7 @@ func followView(c *operator.Client, tty ttyFile, p *screenPainter, id string, wr
 				keys <- append([]byte(nil), buf[:n]...)
 			}
 			if err != nil {
+				keysErr = err
 				return
 			}
 		}
@@ -246,6 +263,24 @@ func followView(c *operator.Client, tty ttyFile, p *screenPainter, id string, wr
 	var screen []string // the view's rows, as the frames so far make them
 	note := ""
 	paint := func(b []byte) { _, _ = tty.Write(b) }
+	var detaching <-chan time.Time // once the person detached: the End is waited for this long
+	send := func(r operator.Request, within time.Duration) error {
+		if err := c.SetWriteDeadline(time.Now().Add(within)); err != nil {
+			return err
+		}
+		return c.Send(r)
+	}
+	// sent ends the view when a write failed: the server did not take it in time, or the
+	// connection has gone (the reply reader says so too; this need not wait for it).
+	sent := func(err error) (attachOutcome, bool) {
+		switch {
+		case err == nil:
+			return attachOutcome{}, false
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return attachOutcome{stalled: err}, true
+		}
+		return attachOutcome{lost: err}, true
+	}
 	for {
 		select {
 		case r := <-replies:
@@ -261,17 +296,38 @@ func followView(c *operator.Client, tty ttyFile, p *screenPainter, id string, wr
 		case err := <-recvDone:
 			recvDone = nil
 			return attachOutcome{lost: err}
-		case b := <-keys:
-			input, events := kr.feed(b)
-			if len(input) > 0 {
-				_ = c.Send(operator.Request{Op: operator.OpInput, Data: input})
+		case <-keysDone:
+			// The terminal hung up (a read that ends is nothing else in raw mode): no
+			// SIGHUP need come for the view to end.
+			keysDone = nil
+			err := keysErr
+			if err == nil || errors.Is(err, io.EOF) {
+				err = errors.New("it hung up")
 			}
-			for _, ev := range events {
-				switch ev {
+			return attachOutcome{terminal: err}
+		case b := <-keys:
+			if detaching != nil {
+				continue // typed after leaving
+			}
+			actions := kr.feed(b)
+			clear(b) // feed copied what goes to the session
+			for _, a := range actions {
+				switch a.event {
+				case keyInput:
+					err := send(operator.Request{Op: operator.OpInput, Data: a.input}, sendWait)
+					clear(a.input)
+					if out, end := sent(err); end {
+						return out
+					}
 				case keyDetach:
-					_ = c.Send(operator.Request{Op: operator.OpDetach})
+					if err := send(operator.Request{Op: operator.OpDetach}, detachWait); err != nil {
+						return attachOutcome{unconfirmed: true} // the person has left all the same
+					}
+					detaching = time.After(detachWait)
 				case keyToggleWrite:
-					_ = c.Send(operator.Request{Op: operator.OpWrite, On: kr.write})
+					if out, end := sent(send(operator.Request{Op: operator.OpWrite, On: a.write}, sendWait)); end {
+						return out
+					}
 					note = ""
 				case keyReadOnly:
 					note = "keys not sent: read-only"
@@ -279,14 +335,18 @@ func followView(c *operator.Client, tty ttyFile, p *screenPainter, id string, wr
 					note = "C-] then w (type), d (detach) or C-] (send C-])"
 				}
 			}
-			if len(events) > 0 {
+			if len(actions) > 0 && detaching == nil {
 				paint([]byte(p.statusLine(statusText(id, kr.write, last, note))))
 			}
+		case <-detaching:
+			return attachOutcome{unconfirmed: true}
 		case s := <-sigs:
 			if s == syscall.SIGWINCH {
 				if cols, rows, err := tty.size(); err == nil {
 					p.resize(cols, rows)
-					_ = c.Send(operator.Request{Op: operator.OpSize, Cols: cols, Rows: p.viewRows()})
+					if out, end := sent(send(operator.Request{Op: operator.OpSize, Cols: cols, Rows: p.viewRows()}, sendWait)); end {
+						return out
+					}
 					if last != nil {
 						paint(p.frame(last, statusText(id, kr.write, last, note)))
 					}
@@ -305,6 +365,13 @@ func describeOutcome(stderr io.Writer, id string, e operator.Endpoint, out attac
 	switch {
 	case out.signal != nil:
 		return fmt.Errorf("detached from %s: %v", id, out.signal)
+	case out.terminal != nil:
+		return fmt.Errorf("detached from %s: the terminal has gone: %v", id, out.terminal)
+	case out.stalled != nil:
+		return fmt.Errorf("detached from %s: %s did not take what you sent within %v (is it hung?)", id, server, sendWait)
+	case out.unconfirmed:
+		fmt.Fprintf(stderr, "mcp-harness: detached from %s; %s did not confirm it within %v (is it hung?)\n", id, server, detachWait)
+		return nil
 	case out.end == nil:
 		if out.lost != nil && !errors.Is(out.lost, io.EOF) {
 			return fmt.Errorf("%s has gone: %v", server, out.lost)
@@ -320,10 +387,10 @@ func describeOutcome(stderr io.Writer, id string, e operator.Endpoint, out attac
 		if out.end.ExitCode != nil {
 			how = fmt.Sprintf("exited with status %d", *out.end.ExitCode)
 		} else if out.end.Signal != nil {
-			how = "was killed by " + *out.end.Signal
+			how = "was killed by " + printable(*out.end.Signal)
 		}
 		fmt.Fprintf(stderr, "mcp-harness: %s's program %s\n", id, how)
 		return nil
 	}
-	return fmt.Errorf("the view of %s ended: %s", id, out.end.Reason)
+	return fmt.Errorf("the view of %s ended: %s", id, printable(out.end.Reason))
 }

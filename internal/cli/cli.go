@@ -1,6 +1,8 @@
 // Package cli is the mcp-harness command line, everything the binary does before and
 // around server.Serve: the stdio command (flags become a server.Config; SIGTERM, SIGINT and
-// SIGHUP, or a client that stops reading stdout, cancel server.Serve), the hidden runner of
+// SIGHUP, or a client that stops reading stdout, cancel server.Serve), the http command
+// (the same flags and signals, and where it listens and whom it lets in, for
+// server.ServeHTTP), the hidden runner of
 // a detached graph, the operator commands under `tasks`, the terminal-session commands
 // `sessions`, `attach` and `answer` (clients of the servers' operator sockets,
 // internal/operator), the server's rotating log file, and the exit status each error gets. The main package only executes the command tree
@@ -28,7 +30,7 @@ func NewRootCommand(released string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "mcp-harness",
 		Short:         "An MCP server with persistent terminals and durable task graphs for coding agents",
-		Long:          "mcp-harness is a stdio MCP server that an MCP client (Claude Desktop, Codex, Cursor)\nlaunches to get persistent PTY sessions and a durable task-DAG engine on a workspace.\n\nFlags can also be set through environment variables: --max-wait as MCP_HARNESS_MAX_WAIT.",
+		Long:          "mcp-harness is an MCP server that an MCP client (Claude Desktop, Codex, Cursor)\nlaunches (stdio), or reaches over the network (http), to get persistent PTY sessions and\na durable task-DAG engine on a workspace.\n\nFlags can also be set through environment variables: --max-wait as MCP_HARNESS_MAX_WAIT.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
@@ -37,7 +39,7 @@ func NewRootCommand(released string) *cobra.Command {
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n") // as `mcp-harness version` prints it
-	root.AddCommand(newStdioCmd(version), newVersionCmd(version), newTasksCmd(version), newRunnerCmd(version),
+	root.AddCommand(newStdioCmd(version), newHTTPCmd(version), newVersionCmd(version), newTasksCmd(version), newRunnerCmd(version),
 		newSessionsCmd(), newAttachCmd(), newAnswerCmd())
 	setUsageErrors(root) // after every command is added: see setUsageErrors
 	return root
@@ -51,7 +53,7 @@ func ExitStatus(err error, stderr io.Writer) int {
 	if errors.As(err, &status) {
 		return int(status)
 	}
-	fmt.Fprintln(stderr, "mcp-harness:", err)
+	fmt.Fprintln(stderr, "mcp-harness:", printableLines(err.Error())) // it may quote what a server or the agent said
 	if _, ok := err.(usageError); ok {
 		return 2
 	}

@@ -76,7 +76,10 @@ func (p *screenPainter) frame(f *operator.Frame, st string) []byte {
 		if p.painted[i] == line {
 			continue
 		}
-		fmt.Fprintf(&b, "\x1b[%d;1H%s\x1b[0m\x1b[K", i+1, line)
+		// The row is erased before it is written, not after: a row as wide as the
+		// terminal leaves the cursor on its last column (autowrap is off), and an erase
+		// to the end of the line from there would take that column's character with it.
+		fmt.Fprintf(&b, "\x1b[%d;1H\x1b[0m\x1b[2K%s\x1b[0m", i+1, line)
 		p.painted[i] = line
 	}
 	b.WriteString(p.statusLine(st))
@@ -127,15 +130,25 @@ func statusText(id string, write bool, f *operator.Frame, note string) string {
 	return strings.Join(parts, " │ ")
 }
 
-// keyEvent is what a key the person pressed asks of the view, besides input.
+// keyEvent is what a key the person pressed asks of the view.
 type keyEvent int
 
 const (
-	keyToggleWrite keyEvent = iota + 1 // C-] w
+	keyInput       keyEvent = iota + 1 // bytes for the session (keyAction.input)
+	keyToggleWrite                     // C-] w (keyAction.write: the mode it leaves)
 	keyDetach                          // C-] d
 	keyReadOnly                        // a key pressed while the view is read-only
 	keyUnknown                         // C-] and a key that means nothing after it
 )
+
+// keyAction is one thing a read of the person's keys asks for: the actions of a read are
+// carried out in order, so that keys typed after C-] w in the same read go in once
+// typing is on, and none typed before it do.
+type keyAction struct {
+	event keyEvent
+	input []byte // keyInput: what goes to the session
+	write bool   // keyToggleWrite: whether the view types from here on
+}
 
 // escapeKey is C-], the prefix of the view's own keys (as telnet's escape).
 const escapeKey = 0x1d
@@ -147,10 +160,23 @@ type keyReader struct {
 	write  bool // keys go to the session
 }
 
-// feed takes a read of the person's keys and returns the bytes for the session (none while
-// read-only) and the events in order.
-func (k *keyReader) feed(p []byte) (input []byte, events []keyEvent) {
+// feed takes a read of the person's keys and returns what it asks for, in order: the
+// bytes for the session (none while read-only) between the view's own keys. A key
+// pressed while read-only is one keyReadOnly at the end.
+func (k *keyReader) feed(p []byte) []keyAction {
+	var out []keyAction
 	readOnly := false
+	typed := func(c byte) {
+		if !k.write {
+			readOnly = true
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].event == keyInput {
+			out[n-1].input = append(out[n-1].input, c)
+			return
+		}
+		out = append(out, keyAction{event: keyInput, input: []byte{c}})
+	}
 	for _, c := range p {
 		switch {
 		case k.prefix:
@@ -158,29 +184,77 @@ func (k *keyReader) feed(p []byte) (input []byte, events []keyEvent) {
 			switch c {
 			case 'w', 'W':
 				k.write = !k.write
-				events = append(events, keyToggleWrite)
+				out = append(out, keyAction{event: keyToggleWrite, write: k.write})
 			case 'd', 'D':
-				events = append(events, keyDetach)
-				return input, events // what follows was typed after leaving
+				return append(out, keyAction{event: keyDetach}) // what follows was typed after leaving
 			case escapeKey:
-				if k.write {
-					input = append(input, c)
-				} else {
-					readOnly = true
-				}
+				typed(c)
 			default:
-				events = append(events, keyUnknown)
+				out = append(out, keyAction{event: keyUnknown})
 			}
 		case c == escapeKey:
 			k.prefix = true
-		case k.write:
-			input = append(input, c)
 		default:
-			readOnly = true
+			typed(c)
 		}
 	}
 	if readOnly {
-		events = append(events, keyReadOnly)
+		out = append(out, keyAction{event: keyReadOnly})
 	}
-	return input, events
+	return out
+}
+
+// printable is s as it may be shown on the person's terminal. What a server says comes in
+// part from the agent (a session's command, name, prompt and state, an asking program's
+// command line, a refusal that quotes them), so its control characters (C0, DEL, C1),
+// bytes that are not UTF-8 and the Unicode controls that reorder text are written as
+// escapes (\x1b, \u009b), never sent to the terminal, where they could rewrite the line
+// that asks for a password, set the title or the clipboard, or erase lines. Spaces stay.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, needsEscape) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x80 && needsEscape(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case needsEscape(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// printableLines is printable for a message of several lines: its line breaks stay.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = printable(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// needsEscape reports a rune printable escapes: C0, DEL, C1, and the bidirectional
+// controls, which make text show in another order than it is.
+func needsEscape(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7f && r < 0xa0:
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
 }

@@ -566,6 +566,8 @@ func slotText(w *tasks.SlotWait, graphID string, now time.Time) string {
 			limit = *w.Limit
 		}
 		fmt.Fprintf(&b, "the graph's maxParallel (%d) is taken by ", limit)
+	case tasks.CapPods:
+		b.WriteString("the server's --kube-max-pods (over all its graphs) is taken by ")
 	default:
 		b.WriteString("the server's --max-parallel (over all its graphs) is taken by ")
 	}

@@ -33,7 +33,7 @@ func runnerCommand(fs *pflag.FlagSet) ([]string, error) {
 		return nil, fmt.Errorf("find this program for detached runners: %w", err)
 	}
 	argv := []string{exe, "runner"}
-	for _, name := range append(runnerFlags, sandboxFlagNames...) {
+	for _, name := range append(append(runnerFlags, sandboxFlagNames...), remoteFlagNames...) {
 		f := fs.Lookup(name)
 		switch {
 		case f == nil:
@@ -56,6 +56,7 @@ func newRunnerCmd(version string) *cobra.Command {
 	var (
 		cfg           server.Config
 		sf            sandboxFlags
+		rf            remoteFlags
 		logLevel      string
 		graphID, from string
 	)
@@ -70,6 +71,9 @@ func newRunnerCmd(version string) *cobra.Command {
 			}
 			var err error
 			if cfg.Sandbox, cfg.EnvPolicy, err = sf.config(cmd.Flags()); err != nil {
+				return err
+			}
+			if cfg.Remote, err = rf.config(); err != nil {
 				return err
 			}
 			// Its server always passes --sandbox; whether this system can enforce it was
@@ -113,5 +117,6 @@ func newRunnerCmd(version string) *cobra.Command {
 	f.DurationVar(&cfg.StaleAfter, "stale-after", tasks.DefaultStaleAfter, "stale after")
 	f.DurationVar(&cfg.BusyTimeout, "busy-timeout", store.DefaultBusyTimeout, "busy timeout")
 	addSandboxFlags(f, &sf)
+	addRemoteFlags(f, &rf)
 	return cmd
 }

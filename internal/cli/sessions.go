@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,7 +22,10 @@ import (
 // every server makes in the state directory. This file is the cobra wiring of `sessions`
 // and what the three share: finding the workspace's servers and picking a session. A
 // session id names one session on the workspace (s<server>-<k>), so a command asks every
-// live server and uses the one that has it.
+// live server and takes the session only from the server its id names: what a socket
+// says is believed only of the server it is (Dial checks who listens), for its own
+// number, and of no number two sockets claim (vetAnswers). What a server says is partly
+// the agent's (commands, names, prompts): it is printed through printable.
 //
 // Exit codes as for `tasks`: 0 done (attach: detached, or the program exited), 1 failed
 // (no state, no such session, its server gone, refused, connection lost), 2 a
@@ -118,6 +122,7 @@ func listSessions(ctx context.Context, stateDir string) (SessionList, error) {
 	if err != nil {
 		return SessionList{}, err
 	}
+	out = vetAnswers(out)
 	list := SessionList{Servers: []ServerEntry{}, Sessions: []operator.Session{}}
 	for _, s := range out {
 		e := ServerEntry{Number: s.Number, Pid: s.Pid, Live: !errors.Is(s.Err, operator.ErrGone)}
@@ -146,7 +151,7 @@ func listSessions(ctx context.Context, stateDir string) (SessionList, error) {
 func renderSessions(w, stderr io.Writer, p palette, list SessionList, now time.Time) error {
 	for _, s := range list.Servers {
 		if s.Error != nil {
-			fmt.Fprintf(stderr, "mcp-harness: %s\n", *s.Error)
+			fmt.Fprintf(stderr, "mcp-harness: %s\n", printable(*s.Error))
 		}
 	}
 	if len(list.Sessions) == 0 {
@@ -156,11 +161,11 @@ func renderSessions(w, stderr io.Writer, p palette, list SessionList, now time.T
 	rows := make([][]cell, 0, len(list.Sessions))
 	for _, s := range list.Sessions {
 		rows = append(rows, []cell{
-			{s.SessionID, sgrBold},
+			{printable(s.SessionID), sgrBold},
 			{fmt.Sprintf("%d (pid %d)", s.Server.Number, s.Server.Pid), ""},
 			{fmt.Sprint(s.Pid), ""},
 			{fmt.Sprintf("%dx%d", s.Cols, s.Rows), ""},
-			{string(s.State), sessionStateColor(s.State)},
+			{printable(string(s.State)), sessionStateColor(s.State)},
 			{fmt.Sprint(s.Viewers), ""},
 			{ago(s.LastActivityAt, now), ""},
 			{sessionLabel(s), ""},
@@ -181,18 +186,19 @@ func sessionStateColor(s pty.SessionState) string {
 	return ""
 }
 
-// sessionLabel is what runs in a session, its name first, and what it waits for.
+// sessionLabel is what runs in a session, its name first, and what it waits for. All of
+// it is the agent's: printable.
 func sessionLabel(s operator.Session) string {
 	label := s.Command
 	if s.Name != "" {
 		label = s.Name + ": " + label
 	}
-	label = shorten(label, 80)
+	label = shorten(printable(label), 80)
 	if w := s.Waiting; w != nil {
 		if w.Prompt != "" {
-			label += fmt.Sprintf("  (%s at %q)", w.Kind, w.Prompt)
+			label += fmt.Sprintf("  (%s at \"%s\")", printable(string(w.Kind)), printable(w.Prompt))
 		} else {
-			label += fmt.Sprintf("  (%s)", w.Kind)
+			label += fmt.Sprintf("  (%s)", printable(string(w.Kind)))
 		}
 	}
 	return label
@@ -213,8 +219,52 @@ type target struct {
 	endpoint operator.Endpoint
 }
 
-// pickSession finds session id on the workspace, or, with id "", the most recently active
-// live session for which want holds. Whatever it cannot find, it says what there is.
+// errForeign says that a server listed a session of another server's number.
+var errForeign = errors.New("lists a session that is not one of its own")
+
+// errClaimed says that two sockets claim one server number: one of them is not a
+// server's (Dial refuses a socket that another process listens on, but the one that
+// holds it may be a process of the person's that a command had start it).
+var errClaimed = errors.New("claimed by two sockets")
+
+// vetAnswers keeps, of what the servers on the workspace said, only what a server may
+// say. A server's sessions carry its number (s<number>-<k>), so one that lists a session
+// of another number is not believed, whatever else it says; and a number claimed by two
+// live sockets is believed of neither: nothing is sent to either of them. A session is
+// then found only at the socket of the server its id names.
+func vetAnswers(servers []operator.ServerSessions) []operator.ServerSessions {
+	claims := map[int][]string{}
+	for _, srv := range servers {
+		if !errors.Is(srv.Err, operator.ErrGone) {
+			claims[srv.Number] = append(claims[srv.Number], fmt.Sprintf("%s (pid %d)", srv.Name, srv.Pid))
+		}
+	}
+	out := slices.Clone(servers)
+	for i := range out {
+		srv := &out[i]
+		if errors.Is(srv.Err, operator.ErrGone) {
+			continue
+		}
+		if names := claims[srv.Number]; len(names) > 1 {
+			srv.Sessions = nil
+			srv.Err = fmt.Errorf("server %d is %w: %s; at most one of them is the server's, so neither is used (remove the socket whose process is not the server's)",
+				srv.Number, errClaimed, strings.Join(names, " and "))
+			continue
+		}
+		for _, s := range srv.Sessions {
+			if n, ok := serverOfID(s.SessionID); !ok || n != srv.Number {
+				srv.Sessions = nil
+				srv.Err = fmt.Errorf("server %d (pid %d) %w, %q (its own are s%d-<k>): what it says is not used", srv.Number, srv.Pid, errForeign, s.SessionID, srv.Number)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// pickSession finds session id on the workspace, at the socket of the server its id
+// names, or, with id "", the most recently active live session for which want holds.
+// Whatever it cannot find, it says what there is.
 func pickSession(ctx context.Context, stateDir, id string, what string, want func(operator.Session) bool) (target, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
@@ -222,39 +272,25 @@ func pickSession(ctx context.Context, stateDir, id string, what string, want fun
 	if err != nil {
 		return target{}, err
 	}
+	servers = vetAnswers(servers)
+	if id != "" {
+		return findSession(servers, id)
+	}
 	var live []target
 	for _, srv := range servers {
+		var refused *operator.Error
+		switch {
+		case errors.Is(srv.Err, errClaimed):
+			return target{}, fmt.Errorf("no session to %s is picked: %v", what, srv.Err)
+		case errors.As(srv.Err, &refused):
+			// A server would not say what it has: that is the answer.
+			return target{}, fmt.Errorf("server %d (pid %d) refused: %s", srv.Number, srv.Pid, refused.Message)
+		}
 		for _, s := range srv.Sessions {
-			if s.SessionID == id && id != "" {
-				if s.State == pty.StateExited {
-					return target{}, fmt.Errorf("session %s has exited; %s", id, liveList(servers))
-				}
-				return target{s, srv.Endpoint}, nil
-			}
 			if s.State != pty.StateExited {
 				live = append(live, target{s, srv.Endpoint})
 			}
 		}
-	}
-	// Not found, and a server would not say what it has: that is the answer.
-	for _, srv := range servers {
-		var refused *operator.Error
-		if errors.As(srv.Err, &refused) {
-			return target{}, fmt.Errorf("server %d (pid %d) refused: %s", srv.Number, srv.Pid, refused.Message)
-		}
-	}
-	if id != "" {
-		if n, ok := pty.ServerOf(id); ok {
-			for _, srv := range servers {
-				if srv.Number == n && srv.Err != nil {
-					if errors.Is(srv.Err, operator.ErrGone) {
-						return target{}, fmt.Errorf("session %s was on server %d (pid %d), which has gone; %s", id, n, srv.Pid, liveList(servers))
-					}
-					return target{}, fmt.Errorf("session %s is on server %d (pid %d), which did not answer: %v", id, n, srv.Pid, srv.Err)
-				}
-			}
-		}
-		return target{}, fmt.Errorf("no live session %q on this workspace; %s", id, liveList(servers))
 	}
 	// The newest activity first.
 	slices.SortStableFunc(live, func(a, b target) int { return strings.Compare(b.session.LastActivityAt, a.session.LastActivityAt) })
@@ -269,13 +305,73 @@ func pickSession(ctx context.Context, stateDir, id string, what string, want fun
 	return target{}, fmt.Errorf("no session to %s; %s", what, liveList(servers))
 }
 
+// findSession finds session id among the vetted servers: at the socket of server
+// ServerOf(id) only.
+func findSession(servers []operator.ServerSessions, id string) (target, error) {
+	n, ok := serverOfID(id)
+	if !ok {
+		return target{}, fmt.Errorf("no live session %q on this workspace (session ids are s<server>-<k>); %s", id, liveList(servers))
+	}
+	var gone *operator.ServerSessions
+	for i, srv := range servers {
+		if srv.Number != n {
+			continue
+		}
+		var refused *operator.Error
+		switch {
+		case errors.Is(srv.Err, operator.ErrGone):
+			gone = &servers[i]
+			continue
+		case errors.As(srv.Err, &refused):
+			return target{}, fmt.Errorf("server %d (pid %d) refused: %s", srv.Number, srv.Pid, refused.Message)
+		case errors.Is(srv.Err, errClaimed), errors.Is(srv.Err, errForeign), errors.Is(srv.Err, operator.ErrNotServer):
+			return target{}, fmt.Errorf("session %s: %v", id, srv.Err)
+		case srv.Err != nil:
+			return target{}, fmt.Errorf("session %s is on server %d (pid %d), which did not answer: %v", id, n, srv.Pid, srv.Err)
+		}
+		for _, s := range srv.Sessions {
+			if s.SessionID != id {
+				continue
+			}
+			if s.State == pty.StateExited {
+				return target{}, fmt.Errorf("session %s has exited; %s", id, liveList(servers))
+			}
+			return target{s, srv.Endpoint}, nil
+		}
+		return target{}, fmt.Errorf("no live session %q on this workspace; %s", id, liveList(servers))
+	}
+	if gone != nil {
+		return target{}, fmt.Errorf("session %s was on server %d (pid %d), which has gone; %s", id, n, gone.Pid, liveList(servers))
+	}
+	return target{}, fmt.Errorf("no live session %q on this workspace; %s", id, liveList(servers))
+}
+
+// serverOfID is the number of the server an id names: its s<number>- prefix, which the
+// ids of pty.ServerSessionIDs (s4-2) and of pty.RandomSessionIDs (s4-gq3tm...) both
+// carry; false for an id without one.
+func serverOfID(id string) (int, bool) {
+	if n, ok := pty.ServerOf(id); ok {
+		return n, true
+	}
+	rest, ok := strings.CutPrefix(id, "s")
+	num, tail, found := strings.Cut(rest, "-")
+	if !ok || !found || tail == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n <= 0 || strconv.Itoa(n) != num {
+		return 0, false
+	}
+	return n, true
+}
+
 // liveList names the live sessions on the workspace, with their states.
 func liveList(servers []operator.ServerSessions) string {
 	var ids []string
 	for _, srv := range servers {
 		for _, s := range srv.Sessions {
 			if s.State != pty.StateExited {
-				ids = append(ids, fmt.Sprintf("%s (%s)", s.SessionID, s.State))
+				ids = append(ids, fmt.Sprintf("%s (%s)", printable(s.SessionID), printable(string(s.State))))
 			}
 		}
 	}

@@ -7,30 +7,19 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcp-harness/mcp-harness/internal/sandbox"
 	"github.com/mcp-harness/mcp-harness/internal/server"
 	"github.com/mcp-harness/mcp-harness/pty"
-	"github.com/mcp-harness/mcp-harness/store"
-	"github.com/mcp-harness/mcp-harness/tasks"
 )
 
 // newStdioCmd is the command an MCP client launches: its flags become the server.Config
 // that serveStdio serves.
 func newStdioCmd(version string) *cobra.Command {
-	var (
-		cfg      server.Config
-		sf       sandboxFlags
-		logLevel string
-		buffer   = byteSize(4 << 20)
-		result   = byteSize(tasks.DefaultMaxResult)
-	)
+	var flags serveFlags
 	cmd := &cobra.Command{
 		Use:   "stdio",
 		Short: "Serve MCP on stdin/stdout (this is what an MCP client launches)",
@@ -39,58 +28,15 @@ func newStdioCmd(version string) *cobra.Command {
 			return flagsFromEnv(cmd.Flags())
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFlagValues(cmd.Flags(), "max-wait", "retention", "max-sessions", "max-parallel", "max-tasks"); err != nil {
-				return err
-			}
-			var err error
-			if cfg.Sandbox, cfg.EnvPolicy, err = sf.config(cmd.Flags()); err != nil {
-				return err
-			}
-			if sf.confinesFiles() {
-				// Before anything is opened: on success it runs this program again.
-				if err := sandbox.ReexecForMounts(); err != nil {
-					return err
-				}
-			}
-			cfg.ShellBuffer = int(buffer)
-			if result < tasks.MinMaxResult {
-				return usageError{fmt.Errorf("--max-result %s: want at least %dKiB, room for a graph's head and one task", &result, tasks.MinMaxResult>>10)}
-			}
-			cfg.MaxResult = int(result)
-			closeLog, err := completeServeConfig(&cfg, version, logLevel, os.Stderr)
+			cfg, closeLog, err := flags.config(cmd, version)
 			if err != nil {
 				return err
 			}
 			defer closeLog()
-			if cfg.RunnerCommand, err = runnerCommand(cmd.Flags()); err != nil {
-				return err
-			}
 			return serveStdio(cfg)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cfg.Workspace, "workspace", ".", "the project directory the tools work in (resolved to an absolute, symlink-free path)")
-	f.StringVar(&cfg.StateDir, "state-dir", "", "where the database and logs live (default <workspace>/.mcp-harness)")
-	f.StringVar(&cfg.ArtifactsDir, "artifacts-dir", "", "where finished graphs' logs are archived (default <state-dir>/artifacts)")
-	f.StringVar(&logLevel, "log-level", defaultLogLevel, "stderr log level: debug, info, warn or error (<state-dir>/server.log gets info and up, or debug)")
-	f.DurationVar(&cfg.MaxWait, "max-wait", 30*time.Second, "the longest any call waits; longer timeoutMs/waitMs are clamped to it")
-	f.IntVar(&cfg.MaxSessions, "max-sessions", 32, "the most PTY sessions open at once")
-	f.IntVar(&cfg.MaxParallel, "max-parallel", runtime.NumCPU(), "the most tasks running at once, over all graphs")
-	f.IntVar(&cfg.MaxTasks, "max-tasks", 10000, "the most tasks in one graph")
-	f.DurationVar(&cfg.Retention, "retention", 168*time.Hour, "how long finished graphs keep their live logs before only their archive is kept")
-	f.Var(&buffer, "shell-buffer", "output kept per PTY session (B, KiB or MiB suffix)")
-	f.Var(&result, "max-result", "the largest result a tool returns: its text, and its structured content as JSON (B, KiB or MiB suffix); larger ones are paged or cut")
-	f.BoolVar(&cfg.MCPTasks, "mcp-tasks", false, "also speak the MCP Tasks extension (io.modelcontextprotocol/tasks) for tasks_run")
-	f.BoolVar(&cfg.Detach, "detach", false, "tasks_run's default for detach: run each graph in a process of its own that outlives the server")
-	addSandboxFlags(f, &sf)
-	// For tests only, so that a stalled runner or a locked database plays out in seconds:
-	// hidden, and documented in the README's "What survives a restart".
-	f.DurationVar(&cfg.Lease, "lease", tasks.DefaultLease, "how long the runner's lease runs from each renewal (tests)")
-	f.DurationVar(&cfg.StaleAfter, "stale-after", tasks.DefaultStaleAfter, "how long past its lease a silent runner whose process exists counts as alive (tests)")
-	f.DurationVar(&cfg.BusyTimeout, "busy-timeout", store.DefaultBusyTimeout, "how long one attempt at a write waits for another process's lock on the database (tests)")
-	for _, name := range []string{"lease", "stale-after", "busy-timeout"} {
-		f.MarkHidden(name)
-	}
+	flags.add(cmd.Flags())
 	return cmd
 }
 
@@ -109,9 +55,8 @@ func serveStdio(cfg server.Config) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer signal.Stop(signals)
+	abort, stopSignals := shutdownSignals(cfg.Logger, cancel)
+	defer stopSignals()
 	// Without this, the Go runtime kills the process with SIGPIPE on a write to a stdout
 	// (or stderr) whose reader is gone. Asked for, the signal is only delivered here, and
 	// the write fails with EPIPE, which stdout below turns into the end of the session. The
@@ -123,33 +68,7 @@ func serveStdio(cfg server.Config) error {
 		cfg.Logger.Info("shutting down: the client closed its end of stdout")
 		cancel()
 	}}
-	abort := make(chan struct{})
 	cfg.Abort = abort
-	// served ends the watcher once Serve returns, so a signal that arrives after a clean
-	// shutdown cannot turn its exit status into 1.
-	served := make(chan struct{})
-	defer close(served)
-	go func() {
-		select {
-		case sig := <-signals:
-			cfg.Logger.Info("shutting down", "signal", sig.String())
-			cancel()
-		case <-served:
-			return
-		}
-		select {
-		case sig := <-signals:
-			cfg.Logger.Warn("second signal: recording what can be recorded, then exiting at once", "signal", sig.String())
-			close(abort) // Serve returns server.ErrAborted: exit status 1
-		case <-served:
-			return
-		}
-		select {
-		case <-signals: // a third: not even that
-			os.Exit(1)
-		case <-served:
-		}
-	}()
 	return server.Serve(ctx, cfg, os.Stdin, stdout)
 }
 

@@ -3,6 +3,7 @@ package operator
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,8 +26,20 @@ type Client struct {
 // ErrGone reports a server whose process is gone: its socket is stale.
 var ErrGone = errors.New("the server has gone")
 
+// ErrNotServer reports a socket that another process than the server its name names
+// listens on: nothing is sent to it (see checkServer).
+var ErrNotServer = errors.New("not the server's socket")
+
+// notServerf is an ErrNotServer for e's socket, saying why.
+func notServerf(e Endpoint, format string, args ...any) error {
+	return fmt.Errorf("%w: %s is named for server %d (pid %d), but %s; something else made it (a command that can write the state directory?), so nothing was sent to it",
+		ErrNotServer, e.Name, e.Number, e.Pid, fmt.Sprintf(format, args...))
+}
+
 // Dial connects to server e's socket in stateDir. A server whose process is gone is
-// ErrGone; so is one that no longer listens.
+// ErrGone; so is one that no longer listens. A socket that is not the server's (another
+// process listens on it, or a confined one: checkServer) is ErrNotServer, and nothing
+// is sent to it: not a request, not a key, not an answer.
 func Dial(stateDir string, e Endpoint) (*Client, error) {
 	if !e.Live() {
 		return nil, fmt.Errorf("server %d (pid %d): %w", e.Number, e.Pid, ErrGone)
@@ -34,6 +47,10 @@ func Dial(stateDir string, e Endpoint) (*Client, error) {
 	c, err := dialSocket(stateDir, e.Name)
 	if err != nil {
 		return nil, fmt.Errorf("server %d (pid %d): %w: %w", e.Number, e.Pid, ErrGone, err)
+	}
+	if err := checkServer(c, e); err != nil {
+		c.Close()
+		return nil, err
 	}
 	sc := bufio.NewScanner(c)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20) // a frame of a large screen with its styles
@@ -48,6 +65,22 @@ func (c *Client) Send(r Request) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.enc.Encode(r)
+}
+
+// SendLine sends an answer's line (a Request with OpLine and line as its Data) without
+// encoding/json, whose pooled buffers would keep the line's base64 after the call: it is
+// encoded into a buffer of its own, which is cleared once written.
+func (c *Client) SendLine(line []byte) error {
+	const head, tail = `{"op":"` + OpLine + `","data":"`, "\"}\n"
+	buf := make([]byte, 0, len(head)+base64.StdEncoding.EncodedLen(len(line))+len(tail))
+	buf = append(buf, head...)
+	buf = base64.StdEncoding.AppendEncode(buf, line)
+	buf = append(buf, tail...)
+	defer clear(buf)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.c.Write(buf)
+	return err
 }
 
 // Recv reads the next reply. A refusal is returned as an *Error; the connection's end
@@ -84,6 +117,9 @@ func (c *Client) Call(r Request) (Reply, error) {
 
 // SetDeadline bounds the reads and writes that follow (zero: no bound).
 func (c *Client) SetDeadline(t time.Time) error { return c.c.SetDeadline(t) }
+
+// SetWriteDeadline bounds the writes that follow (zero: no bound).
+func (c *Client) SetWriteDeadline(t time.Time) error { return c.c.SetWriteDeadline(t) }
 
 // SetReadDeadline bounds the reads that follow (zero: no bound).
 func (c *Client) SetReadDeadline(t time.Time) error { return c.c.SetReadDeadline(t) }

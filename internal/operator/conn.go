@@ -29,14 +29,15 @@ func newWire(ctx context.Context, c *net.UnixConn) *wire {
 	return &wire{ctx: ctx, c: c, sc: sc, enc: json.NewEncoder(c)}
 }
 
-// read reads the next request, waiting until deadline (zero: no deadline). The server's
-// shutdown pulls every read's deadline in (serve); a read that sets its own afterwards
-// sees the server's context ended and returns.
-func (w *wire) read(deadline time.Time) (Request, error) {
+// read reads the next request, waiting until deadline (zero: no deadline). Whoever ends
+// the read early (the server's shutdown, a view that ends) first ends ctx, then pulls the
+// read's deadline in: a read that sets its own deadline afterwards finds ctx ended and
+// returns, rather than undo the pull and block.
+func (w *wire) read(ctx context.Context, deadline time.Time) (Request, error) {
 	if err := w.c.SetReadDeadline(deadline); err != nil {
 		return Request{}, err
 	}
-	if err := w.ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return Request{}, err
 	}
 	if !w.sc.Scan() {
@@ -52,10 +53,21 @@ func (w *wire) read(deadline time.Time) (Request, error) {
 	return r, nil
 }
 
-// send writes a reply, giving up after within on a client that does not read.
+// forget clears the line read last from the scanner's buffer: an answer's, which holds
+// the secret in base64.
+func (w *wire) forget() { clear(w.sc.Bytes()) }
+
+// send writes a reply, giving up after within on a client that does not read. Once the
+// server shuts down, no write waits longer than endTimeout: Close pulls the deadline of
+// a write under way in, and one set here afterwards is pulled in here.
 func (w *wire) send(r Reply, within time.Duration) error {
 	if err := w.c.SetWriteDeadline(time.Now().Add(within)); err != nil {
 		return err
+	}
+	if w.ctx.Err() != nil && within > endTimeout {
+		if err := w.c.SetWriteDeadline(time.Now().Add(endTimeout)); err != nil {
+			return err
+		}
 	}
 	return w.enc.Encode(r)
 }
@@ -69,7 +81,7 @@ func (s *Server) serve(c *net.UnixConn) {
 		var refused *Error
 		if errors.As(err, &refused) {
 			s.log.Warn("operator: refused a connection", "pid", peer.Pid, "uid", peer.Uid, "why", refused.Message)
-			_ = w.send(Reply{Error: refused}, requestTimeout)
+			_ = w.send(Reply{Error: refused}, s.requestTimeout)
 		} else {
 			s.log.Warn("operator: could not check who connected; refused", "err", err)
 		}
@@ -77,27 +89,27 @@ func (s *Server) serve(c *net.UnixConn) {
 	}
 	stop := context.AfterFunc(s.ctx, func() { _ = c.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
-	req, err := w.read(time.Now().Add(requestTimeout))
+	req, err := w.read(s.ctx, time.Now().Add(s.requestTimeout))
 	if err != nil {
 		var bad *Error
 		if errors.As(err, &bad) {
-			_ = w.send(Reply{Error: bad}, requestTimeout)
+			_ = w.send(Reply{Error: bad}, s.requestTimeout)
 		}
 		return
 	}
 	switch req.Op {
 	case OpHello:
 		in := s.info()
-		_ = w.send(Reply{Server: &in}, requestTimeout)
+		_ = w.send(Reply{Server: &in}, s.requestTimeout)
 	case OpSessions:
 		in := s.info()
-		_ = w.send(Reply{Server: &in, Sessions: s.sessions(s.ctx)}, requestTimeout)
+		_ = w.send(Reply{Server: &in, Sessions: s.sessions(s.ctx)}, s.requestTimeout)
 	case OpAttach:
 		s.attach(w, req, peer)
 	case OpAnswer:
 		s.answer(w, req, peer)
 	default:
-		_ = w.send(Reply{Error: &Error{Code: CodeInvalid, Message: fmt.Sprintf("unknown op %q: a connection starts with hello, sessions, attach or answer", req.Op)}}, requestTimeout)
+		_ = w.send(Reply{Error: &Error{Code: CodeInvalid, Message: fmt.Sprintf("unknown op %q: a connection starts with hello, sessions, attach or answer", req.Op)}}, s.requestTimeout)
 	}
 }
 
@@ -130,7 +142,7 @@ func (s *Server) sessionOf(in pty.Info) Session {
 func (s *Server) attach(w *wire, req Request, peer Peer) {
 	v, err := s.cfg.Sessions.Attach(req.Session, pty.AttachOptions{Cols: req.Cols, Rows: req.Rows, Resize: req.Resize, Write: req.Write})
 	if err != nil {
-		_ = w.send(Reply{Error: s.errorOf("attach to", req.Session, err)}, requestTimeout)
+		_ = w.send(Reply{Error: s.errorOf("attach to", req.Session, err)}, s.requestTimeout)
 		return
 	}
 	defer v.Close()
@@ -142,9 +154,12 @@ func (s *Server) attach(w *wire, req Request, peer Peer) {
 			attached = s.sessionOf(in)
 		}
 	}
-	if err := w.send(Reply{Attached: &attached}, requestTimeout); err != nil {
+	if err := w.send(Reply{Attached: &attached}, s.requestTimeout); err != nil {
 		return
 	}
+	// The view's context ends before the reader's deadline is pulled in, so that a
+	// reader between two requests, about to wait for the next with no deadline, finds it
+	// ended rather than undo the pull (wire.read).
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	var detached atomic.Bool
@@ -156,12 +171,17 @@ func (s *Server) attach(w *wire, req Request, peer Peer) {
 	}()
 	end := End{}
 	var sent []string // the rows of the last frame sent: the next sends what changed
+	cut := false      // a write failed: the client does not read, or has gone
 	for {
 		f, err := v.Next(ctx)
 		if err != nil {
 			break
 		}
-		if err := w.send(Reply{Frame: frameOf(f, sent)}, requestTimeout); err != nil {
+		if h := s.hooks.frameSending; h != nil {
+			h(w.c)
+		}
+		if err := w.send(Reply{Frame: frameOf(f, sent)}, s.requestTimeout); err != nil {
+			cut = true
 			break
 		}
 		sent = f.Lines
@@ -171,24 +191,31 @@ func (s *Server) attach(w *wire, req Request, peer Peer) {
 		}
 	}
 	switch {
+	case cut:
+		// A line may have been cut short: nothing more makes sense on the connection, and
+		// a client that stopped reading would only hold the shutdown up again.
 	case end.Reason != "":
 	case s.ctx.Err() != nil:
 		end.Reason = EndShutdown
 	case detached.Load():
 		end.Reason = EndDetached
 	}
-	if end.Reason != "" {
+	if end.Reason != "" && !cut {
 		_ = w.send(Reply{End: &end}, endTimeout)
 	}
+	cancel()
 	_ = w.c.SetReadDeadline(time.Unix(1, 0)) // the reader returns
+	if h := s.hooks.viewEnding; h != nil {
+		h()
+	}
 	<-readerDone
 }
 
-// readControls applies what the person sends during a view, until they detach or the
-// connection ends.
+// readControls applies what the person sends during a view, until they detach, the
+// connection ends or ctx does.
 func (s *Server) readControls(ctx context.Context, w *wire, v *pty.Viewer, id string, detached *atomic.Bool) {
 	for {
-		r, err := w.read(time.Time{})
+		r, err := w.read(ctx, time.Time{})
 		if err != nil {
 			return
 		}
@@ -200,6 +227,7 @@ func (s *Server) readControls(ctx context.Context, w *wire, v *pty.Viewer, id st
 				s.log.Debug("operator: a person's keys were not written", "session", id, "err", err)
 			}
 			clear(r.Data)
+			w.forget()
 		case OpSize:
 			if err := v.SetSize(r.Cols, r.Rows); err != nil {
 				s.log.Debug("operator: a person's terminal size was not taken", "session", id, "err", err)
@@ -210,6 +238,9 @@ func (s *Server) readControls(ctx context.Context, w *wire, v *pty.Viewer, id st
 		case OpDetach:
 			detached.Store(true)
 			return
+		}
+		if h := s.hooks.betweenReads; h != nil {
+			h()
 		}
 	}
 }
@@ -234,34 +265,40 @@ func frameOf(f pty.Frame, sent []string) *Frame {
 	return out
 }
 
-// answer is a person's answer: the question is shown to them, and the line they send is
-// written with Enter if the program still asks. The line is never logged.
+// answer is a person's answer: the question is shown to them, with the process that
+// asks, and the line they send is written with Enter if that process still asks (pty's
+// Answer.Send). The line is never logged, and the buffers that held it are cleared.
 func (s *Server) answer(w *wire, req Request, peer Peer) {
 	a, err := s.cfg.Sessions.Ask(s.ctx, req.Session)
 	if err != nil {
-		_ = w.send(Reply{Error: s.errorOf("answer", req.Session, err)}, requestTimeout)
+		_ = w.send(Reply{Error: s.errorOf("answer", req.Session, err)}, s.requestTimeout)
 		return
 	}
 	defer a.Close()
-	s.log.Info("operator: a person answers a question", "session", req.Session, "kind", a.Want.Kind, "pid", peer.Pid)
-	if err := w.send(Reply{Asking: &Waiting{Kind: a.Want.Kind, Prompt: a.Want.Prompt}}, requestTimeout); err != nil {
+	s.log.Info("operator: a person answers a question", "session", req.Session, "kind", a.Want.Kind, "pid", peer.Pid,
+		"asker", a.Asker.Pid, "askerArgs", a.Asker.Args)
+	asking := &Waiting{Kind: a.Want.Kind, Prompt: a.Want.Prompt, Asker: &Asker{
+		Pid: a.Asker.Pid, Exe: a.Asker.Exe, Args: a.Asker.Args, Setuid: a.Asker.Setuid, Relay: a.Asker.Relay,
+	}}
+	if err := w.send(Reply{Asking: asking}, s.requestTimeout); err != nil {
 		return
 	}
-	r, err := w.read(time.Now().Add(answerTimeout))
+	r, err := w.read(s.ctx, time.Now().Add(answerTimeout))
+	w.forget() // the line's base64, as it came
 	if err != nil {
 		return // the person gave up: nothing is written
 	}
 	defer clear(r.Data)
 	if r.Op != OpLine {
-		_ = w.send(Reply{Error: &Error{Code: CodeInvalid, Message: fmt.Sprintf("an answer goes on with op %q, not %q", OpLine, r.Op)}}, requestTimeout)
+		_ = w.send(Reply{Error: &Error{Code: CodeInvalid, Message: fmt.Sprintf("an answer goes on with op %q, not %q", OpLine, r.Op)}}, s.requestTimeout)
 		return
 	}
 	if err := a.Send(s.ctx, r.Data); err != nil {
-		_ = w.send(Reply{Error: s.errorOf("answer", req.Session, err)}, requestTimeout)
+		_ = w.send(Reply{Error: s.errorOf("answer", req.Session, err)}, s.requestTimeout)
 		return
 	}
 	s.log.Info("operator: a person's answer was written", "session", req.Session, "kind", a.Want.Kind)
-	_ = w.send(Reply{Answered: true}, requestTimeout)
+	_ = w.send(Reply{Answered: true}, s.requestTimeout)
 }
 
 // errorOf is the refusal a person reads for err, which the engine returned when asked to

@@ -14,7 +14,17 @@
 //     directory (0700), made 0600. Its name says which process made it, so a stale one
 //     (the server died) is told from a live one without connecting: the commands pass it
 //     by, and Reconcile, run by every server at its start and then every minute, removes
-//     it. Long state directories are reached through /proc/self/fd (socket.go).
+//     it. A process whose start time cannot be read makes no socket (its name would read
+//     as a dead server's). Nothing is followed on the way: a file already under the
+//     server's own name is removed first, and the mode is given to the socket before
+//     bind (socket_linux.go). Long state directories are reached through /proc/self/fd
+//     (socket.go).
+//   - Who listens: a socket is only a file, and a command that can write the state
+//     directory (a server without its mount layer) can make one under a server's name.
+//     So Dial asks the kernel who listens (SO_PEERCRED, SO_PEERPIDFD) and sends nothing
+//     unless it is the process the name says, run by the same user, without
+//     no_new_privs (checkServer, ErrNotServer); the CLI then takes a session only from
+//     the server its id names, and from no number two sockets claim.
 //   - Who may connect: the server's own user only (SO_PEERCRED; getpeereid's
 //     LOCAL_PEERCRED on macOS), and never a process with no_new_privs, which every
 //     command the sandbox confines has (peer_linux.go). Unix sockets stay open to
@@ -28,10 +38,16 @@
 //     person's terminal is not put into modes the program asked its own terminal for,
 //     and a flood costs a few frames a second (pty's viewer.go coalesces them).
 //   - An answer's line goes from the person to the program and nowhere else: it is not
-//     logged (the log says that an answer was written, and its kind), it is written only
-//     if the program still waits for the same kind of input (pty's Ask), and the buffers
-//     that held it are cleared once it is written, as far as Go lets them be.
+//     logged (the log says that an answer was written, and its kind), the person is
+//     shown which process asks (Asking's Asker), it is written only if that process
+//     still asks the same question and nothing was typed meanwhile (pty's Ask and
+//     Answer.Send), and the buffers that held it are cleared once it is written (the
+//     scanner's line, the request's bytes; the client encodes it without encoding/json's
+//     pooled buffers), as far as Go lets them be.
 //   - Every goroutine is the Server's: the accept loop, the reconcile loop, one per
 //     connection and, for a view, its reader of the person's keys. Close ends them all
-//     (views get an End saying the server is shutting down) and removes the socket.
+//     (views get an End saying the server is shutting down) and removes the socket;
+//     from then on no write to a person waits more than endTimeout, so one whose
+//     terminal stopped reading does not hold the shutdown up, and what is still open
+//     when Close's context ends is closed.
 package operator

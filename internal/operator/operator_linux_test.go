@@ -3,20 +3,27 @@ package operator
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
+
+	"github.com/mcp-harness/mcp-harness/internal/procid"
 )
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("OPERATOR_TEST_NNP_DIAL"); dir != "" {
 		os.Exit(nnpDial(dir))
+	}
+	if dir := os.Getenv("OPERATOR_TEST_NNP_LISTEN"); dir != "" {
+		os.Exit(nnpListen(dir))
 	}
 	os.Exit(m.Run())
 }
@@ -49,6 +56,42 @@ func nnpDial(dir string) int {
 	default:
 		fmt.Println("OK")
 	}
+	return 0
+}
+
+// nnpListen is a confined command posing as a server: with no_new_privs set, it listens
+// in dir under a server's name of its own (its pid and start time), says "listening",
+// takes one connection and says how many bytes came on it.
+func nnpListen(dir string) int {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		fmt.Println("prctl:", err)
+		return 1
+	}
+	name, err := socketName(9, procid.Identify(os.Getpid()))
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	l, remove, err := listenSocket(dir, name)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer remove()
+	defer l.Close()
+	fmt.Println("listening")
+	if err := l.SetDeadline(time.Now().Add(waitLong)); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	c, err := l.Accept()
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer c.Close()
+	b, _ := io.ReadAll(c)
+	fmt.Printf("received %d bytes\n", len(b))
 	return 0
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/mcp-harness/mcp-harness/internal/procid"
 	"github.com/mcp-harness/mcp-harness/pty"
 )
 
@@ -42,7 +43,10 @@ type fixture struct {
 	srv *Server
 }
 
-func start(t *testing.T) *fixture {
+func start(t *testing.T) *fixture { t.Helper(); return startWith(t, nil) }
+
+// startWith is start with the server's Config changed by edit first.
+func startWith(t *testing.T, edit func(*Config)) *fixture {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	f := &fixture{dir: deepDir(t), m: pty.NewManager(pty.Config{SessionID: pty.ServerSessionIDs(7), Logger: log})}
@@ -51,14 +55,19 @@ func start(t *testing.T) *fixture {
 			t.Errorf("Shutdown() = %v", err)
 		}
 	})
-	srv, err := Listen(Config{StateDir: f.dir, Sessions: f.m, Logger: log,
-		Server: ServerInfo{Number: 7, Pid: os.Getpid(), Version: "test", Workspace: "/ws"}, RunnerID: func() string { return "r-TEST" }})
+	cfg := Config{StateDir: f.dir, Sessions: f.m, Logger: log,
+		Server: ServerInfo{Number: 7, Pid: os.Getpid(), Version: "test", Workspace: "/ws"}, RunnerID: func() string { return "r-TEST" }}
+	if edit != nil {
+		edit(&cfg)
+		f.dir = cfg.StateDir
+	}
+	srv, err := Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.srv = srv
 	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
+		if err := srv.Close(context.WithoutCancel(t.Context())); err != nil {
 			t.Errorf("Close() = %v", err)
 		}
 	})
@@ -112,7 +121,7 @@ func TestListen_longStateDir(t *testing.T) {
 	if r.Server == nil || r.Server.Number != 7 || r.Server.RunnerID != "r-TEST" || r.Server.Pid != os.Getpid() {
 		t.Errorf("hello = %+v, want server 7, runner r-TEST, this pid", r.Server)
 	}
-	if err := f.srv.Close(); err != nil {
+	if err := f.srv.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if eps, _ := Endpoints(f.dir); len(eps) != 0 {
@@ -142,7 +151,7 @@ func TestReconcile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	defer srv.Close(context.WithoutCancel(t.Context()))
 	eps, err := Endpoints(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +343,7 @@ func TestServer_closeEndsViews(t *testing.T) {
 	if _, err := a.Call(Request{Op: OpAnswer, Session: id}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.srv.Close(); err != nil {
+	if err := f.srv.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -360,10 +369,9 @@ func TestServer_closeEndsViews(t *testing.T) {
 // mustStart is this process's start time, as its socket names carry it.
 func mustStart(t *testing.T) uint64 {
 	t.Helper()
-	m := socketPattern.FindStringSubmatch(socketName(1))
-	var start uint64
-	if _, err := fmt.Sscan(m[3], &start); err != nil {
-		t.Fatal(err)
+	start := procid.Identify(os.Getpid()).ProcStart
+	if start == 0 {
+		t.Fatal("this process's start time cannot be read")
 	}
 	return start
 }

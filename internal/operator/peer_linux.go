@@ -80,3 +80,58 @@ func noNewPrivs(pid int) (bool, error) {
 	}
 	return false, nil
 }
+
+// checkServer is checkPeer the other way, for an operator command: the process that
+// listens on the socket it reached must be the server the socket's name says (that pid,
+// with that start time), run by this user, and not confined (no no_new_privs). A socket
+// in the state directory is only a file, and where a confined command can write that
+// directory (a server without its mount layer) it can make one under a server's name,
+// or remove a server's and listen in its place, and then claim a session that asks for
+// a password: the person's answer would go to it. The kernel says who listens
+// (SO_PEERCRED on our side of the connection: whoever called listen), and a pidfd of it
+// (SO_PEERPIDFD, Linux 6.5) proves it still runs once its /proc entries have been read,
+// so that a pid reused meanwhile is not judged in its place; older kernels give no pidfd
+// and that moment goes unchecked.
+func checkServer(c *net.UnixConn, e Endpoint) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *unix.Ucred
+	var cerr, perr error
+	pidfd := -1
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		pidfd, perr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD)
+	}); err != nil {
+		return err
+	}
+	if cerr != nil {
+		return fmt.Errorf("read who listens on %s: %w", e.Name, cerr)
+	}
+	if perr == nil {
+		defer unix.Close(pidfd)
+	}
+	pid, uid := int(cred.Pid), int(cred.Uid)
+	switch {
+	case pid != e.Pid:
+		return notServerf(e, "pid %d listens on it", pid)
+	case uid != os.Geteuid():
+		return notServerf(e, "its process runs as uid %d, not as you (uid %d)", uid, os.Geteuid())
+	case !e.Live():
+		return notServerf(e, "pid %d is not the process that started at the time its name says", pid)
+	}
+	nnp, err := noNewPrivs(pid)
+	if err != nil {
+		return notServerf(e, "cannot tell whether pid %d is confined: %v", pid, err)
+	}
+	if perr == nil {
+		if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+			return notServerf(e, "pid %d went away while it was checked", pid)
+		}
+	}
+	if nnp {
+		return notServerf(e, "pid %d runs with no_new_privs, as the agent's confined commands do (a server started with no_new_privs cannot be reached either)", pid)
+	}
+	return nil
+}

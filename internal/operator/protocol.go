@@ -87,6 +87,21 @@ type Session struct {
 type Waiting struct {
 	Kind   pty.InputKind `json:"kind"`
 	Prompt string        `json:"prompt"`
+	// Asker is the process that asks, in an answer's Asking reply only (a listing does not
+	// look): the person sees who gets the line before they type it.
+	Asker *Asker `json:"asker,omitempty"`
+}
+
+// Asker is the process that waits for an answer (pty.Asker).
+type Asker struct {
+	Pid  int      `json:"pid"`
+	Exe  string   `json:"exe"`  // its executable; "" where the kernel does not show it
+	Args []string `json:"args"` // its command line
+	// Setuid: it runs with rights its user does not have (sudo, su, a setuid program).
+	Setuid bool `json:"setuid"`
+	// Relay: it passes what it reads on, to another program or machine (sudo, su, ssh,
+	// docker exec, a terminal multiplexer).
+	Relay bool `json:"relay"`
 }
 
 // Frame is a screen to paint (pty.Frame, which says what each field means). A view's

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 
+	"github.com/mcp-harness/mcp-harness/internal/procid"
 	"github.com/mcp-harness/mcp-harness/pty"
 )
 
@@ -30,6 +32,11 @@ type Config struct {
 	Server   ServerInfo
 	RunnerID func() string
 	Logger   *slog.Logger
+
+	// requestTimeout replaces the constant of that name (tests: one longer than a test's
+	// own bound, so that a wait for it shows).
+	requestTimeout time.Duration
+	hooks          hooks // tests only
 }
 
 // Timings of the server.
@@ -54,11 +61,12 @@ const (
 // goroutines (the accept loop, the reconcile loop, two per connection at most) and its
 // connections, all ended by Close.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	l      *net.UnixListener
-	remove func() error
-	name   string
+	cfg            Config
+	log            *slog.Logger
+	requestTimeout time.Duration
+	l              *net.UnixListener
+	remove         func() error
+	name           string
 
 	ctx    context.Context // cancelled by Close: every connection's handler ends
 	cancel context.CancelFunc
@@ -67,6 +75,16 @@ type Server struct {
 	mu     sync.Mutex
 	conns  map[*net.UnixConn]struct{}
 	closed bool
+
+	hooks hooks // Config's
+}
+
+// hooks let a test hold a connection's goroutines at a point, to order them as a
+// scheduler might: nil in a server.
+type hooks struct {
+	betweenReads func()              // a view's reader has applied a request and is about to read on
+	viewEnding   func()              // a view's handler has pulled the reader's deadline in
+	frameSending func(*net.UnixConn) // a view's handler is about to write a frame on it
 }
 
 // Listen removes the sockets of servers that are gone (Reconcile), then makes this
@@ -75,7 +93,14 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*net.UnixConn]struct{}{}, name: socketName(cfg.Server.Number)}
+	name, err := socketName(cfg.Server.Number, procid.Identify(os.Getpid()))
+	if err != nil {
+		return nil, fmt.Errorf("operator socket: %w", err)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*net.UnixConn]struct{}{}, name: name, requestTimeout: cfg.requestTimeout, hooks: cfg.hooks}
+	if s.requestTimeout == 0 {
+		s.requestTimeout = requestTimeout
+	}
 	s.reconcile()
 	l, remove, err := listenSocket(cfg.StateDir, s.name)
 	if err != nil {
@@ -94,19 +119,37 @@ func Listen(cfg Config) (*Server, error) {
 func (s *Server) Name() string { return s.name }
 
 // Close stops accepting, removes the socket, ends every connection (a view gets an End
-// with EndShutdown first) and waits for every goroutine. It is safe to call more than
-// once.
-func (s *Server) Close() error {
+// with EndShutdown first) and waits for every goroutine. A person whose terminal has
+// stopped reading does not hold it up: once the context is cancelled, every write to a
+// client is bounded by endTimeout from now (the one under way too), and a connection
+// still open when ctx ends is closed. It is safe to call more than once.
+func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil
 	}
 	s.closed = true
+	s.cancel() // under mu: a wire that sees no cancellation has its deadline pulled in below
+	deadline := time.Now().Add(endTimeout)
+	for c := range s.conns {
+		_ = c.SetWriteDeadline(deadline)
+		_ = c.SetReadDeadline(time.Unix(1, 0))
+	}
 	s.mu.Unlock()
-	s.cancel()
 	err := errors.Join(s.l.Close(), s.remove())
-	s.wg.Wait()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		<-done
+	}
 	return err
 }
 

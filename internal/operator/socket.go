@@ -29,10 +29,14 @@ import (
 // socketPattern matches a socket's name: number, pid, start time.
 var socketPattern = regexp.MustCompile(`^op-([1-9][0-9]*)-([1-9][0-9]*)-([0-9]+)\.sock$`)
 
-// socketName is the socket of server number in this process.
-func socketName(number int) string {
-	id := procid.Identify(os.Getpid())
-	return fmt.Sprintf("op-%d-%d-%d.sock", number, id.Pid, id.ProcStart)
+// socketName is the socket of server number in the process id names. Without the
+// process's start time there is none: a name without it would read as a dead server's,
+// and every other server's Reconcile would remove the socket of a live one.
+func socketName(number int, id procid.Identity) (string, error) {
+	if id.ProcStart == 0 {
+		return "", fmt.Errorf("the start time of this process (pid %d) cannot be read, and a socket is named by it: without it the socket would pass for a dead server's", id.Pid)
+	}
+	return fmt.Sprintf("op-%d-%d-%d.sock", number, id.Pid, id.ProcStart), nil
 }
 
 // Endpoint is a server's socket found in a state directory.

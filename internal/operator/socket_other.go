@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxSocketPath is the longest socket path the BSDs and macOS take (sun_path less its
@@ -23,10 +25,17 @@ func socketPath(stateDir, name string) (string, error) {
 }
 
 // listenSocket binds and listens on name in stateDir, mode 0600, and returns the listener
-// and a function that removes the socket file.
+// and a function that removes the socket file. A file already under our own name is a
+// leftover or something planted (no other live process has this pid and start time): it
+// is removed first, without following a symlink. The BSDs make a socket's file with the
+// umask's mode whatever the socket's, so the mode is set after bind, without following a
+// symlink that may have been swapped in meanwhile.
 func listenSocket(stateDir, name string) (*net.UnixListener, func() error, error) {
 	p, err := socketPath(stateDir, name)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 		return nil, nil, err
 	}
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: p, Net: "unix"})
@@ -34,7 +43,7 @@ func listenSocket(stateDir, name string) (*net.UnixListener, func() error, error
 		return nil, nil, err
 	}
 	l.SetUnlinkOnClose(false)
-	if err := os.Chmod(p, 0o600); err != nil {
+	if err := unix.Fchmodat(unix.AT_FDCWD, p, 0o600, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		l.Close()
 		os.Remove(p)
 		return nil, nil, err

@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -62,14 +63,15 @@ func (s *Session) dispatch(m rpcMessage, id string, params map[string]json.RawMe
 	}()
 }
 
-// busyLocked says why a call cannot start now, or "" when it can.
+// busyLocked says why a call cannot start now, or "" when it can; a waiting call that
+// can has taken its place in Config.Waits.
 func (s *Session) busyLocked(wait bool) string {
 	switch {
 	case s.running >= maxCalls:
 		return fmt.Sprintf("%d tool calls are in flight, the most this server runs at once; retry when some have returned", s.running)
-	case wait && s.waiting >= s.cfg.MaxWaits:
+	case wait && !s.cfg.Waits.take():
 		return fmt.Sprintf("%d waiting calls (%s) are in flight, "+
-			"the most this server runs at once; retry when one of them has returned, or wait on fewer things at a time", s.waiting, s.cfg.WaitingCalls)
+			"the most this server runs at once; retry when one of them has returned, or wait on fewer things at a time", s.cfg.Waits.max, s.cfg.WaitingCalls)
 	}
 	return ""
 }
@@ -122,6 +124,7 @@ func (s *Session) write(id string, c *call, line []byte) {
 		s.running--
 		if c.wait {
 			s.waiting--
+			s.cfg.Waits.put()
 		}
 	}
 	if s.calls[id] == c {
@@ -135,4 +138,38 @@ func (s *Session) write(id string, c *call, line []byte) {
 	if _, err := s.out.Write(line); err != nil {
 		s.log.Warn("write response", "err", err)
 	}
+}
+
+// Waits counts waiting tool calls in flight against a cap (Config.Waits): a session's own,
+// or one that several sessions share.
+type Waits struct {
+	mu  sync.Mutex
+	n   int
+	max int
+}
+
+// NewWaits returns a cap of max waiting calls; max <= 0 is DefaultMaxWaits.
+func NewWaits(max int) *Waits {
+	if max <= 0 {
+		max = DefaultMaxWaits
+	}
+	return &Waits{max: max}
+}
+
+// take counts one more waiting call, unless max are in flight.
+func (w *Waits) take() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n >= w.max {
+		return false
+	}
+	w.n++
+	return true
+}
+
+// put counts one waiting call fewer.
+func (w *Waits) put() {
+	w.mu.Lock()
+	w.n--
+	w.mu.Unlock()
 }

@@ -1,7 +1,9 @@
 // Package protocol is the JSON-RPC layer in front of mcp-go: the session of one client
 // (Session: lifecycle checks, tools/call dispatch with may-wait admission and BUSY,
 // cancellation, progress that never follows its response, the MCP Tasks extension) and
-// the transports that carry its lines (stdio). The session handles one message at a time
+// the transports that carry its lines (stdio, and Streamable HTTP in http.go, whose
+// requests each hand one message to a Session: an MCP session's, or for the stateless
+// revision one made for the request). The session handles one message at a time
 // and writes what it answers through an io.Writer, so that every transport shares it. It
 // knows no tool: what it needs of the tool table (which calls may wait, which tool's calls
 // become tasks) comes in through Config.
@@ -61,7 +63,9 @@ import (
 //
 // What a transport adds is how lines come and go: stdio (stdio.go) reads bounded lines
 // and hands what Handle passes on to mcp-go's stdio server, whose output comes back
-// through Write.
+// through Write; HTTP (http.go) reads one message per request, hands what Handle passes
+// on to mcp-go's MCPServer.HandleMessage itself, and routes what the session writes to
+// the request it answers (by id) or reports on (by progress token).
 
 const (
 	// DefaultMaxWaits is Config.MaxWaits when it is 0: far more waits than an agent keeps
@@ -87,6 +91,11 @@ type Config struct {
 	// client which of its calls to have fewer of.
 	WaitingCalls string
 	MaxWaits     int // waiting tool calls in flight; more are answered BUSY; 0 = DefaultMaxWaits
+	// Waits, if set, is the cap on waiting calls instead of MaxWaits, shared with other
+	// sessions: an HTTP server gives all the sessions of one principal one Waits, so that
+	// the cap holds however many sessions (or, in the stateless revision, requests) it
+	// opens.
+	Waits *Waits
 	// Listed, if set, is called once the answer to the first tools/list is written: the
 	// client then has what it waits for at its start, and the server can get on with
 	// opening its store.
@@ -187,10 +196,19 @@ type Session struct {
 // anything. ctx is the session's: what it runs derives from it.
 func New(ctx context.Context, cfg Config, out io.Writer) *Session {
 	if cfg.Tasks != nil {
-		server.WithExtensions(map[string]any{tasksExtension: map[string]any{}})(cfg.MCP)
+		DeclareExtension(cfg.MCP, tasksExtension, map[string]any{})
 	}
+	return newSession(ctx, cfg, out)
+}
+
+// newSession is New without advertising the Tasks extension, which a transport that makes
+// many sessions on one mcp-go server does once.
+func newSession(ctx context.Context, cfg Config, out io.Writer) *Session {
 	if cfg.MaxWaits <= 0 {
 		cfg.MaxWaits = DefaultMaxWaits
+	}
+	if cfg.Waits == nil {
+		cfg.Waits = NewWaits(cfg.MaxWaits)
 	}
 	if cfg.MayWait == nil {
 		cfg.MayWait = func(string, map[string]json.RawMessage) bool { return true }

@@ -46,13 +46,21 @@ func RunDetached(ctx context.Context, cfg Config, graphID, from string, claimed 
 		return err
 	}
 	defer confined.sandbox.Close() // after the engine: a confined task's parent is its policy's thread
-	eng := tasks.NewEngine(tasks.Config{
+	rem, err := openRemote(ctx, cfg.Remote, ws, log)
+	if err != nil {
+		db.StopRunner(ctx, runner.ID)
+		return err
+	}
+	defer rem.close() // after the engine (deferred later, run earlier)
+	tcfg := tasks.Config{
 		DB: db, Workspace: ws, RunnerID: runner.ID, MaxParallel: cfg.MaxParallel,
 		Limits: tasks.Limits{MaxTasks: cfg.MaxTasks}, Logger: log,
 		ArtifactsDir: ws.ArtifactsDir, Retention: cfg.Retention,
 		Lease: cfg.Lease, StaleAfter: cfg.StaleAfter, Version: cfg.Version, Only: graphID,
 		Sandbox: confined.sandbox, Env: confined.env,
-	})
+	}
+	rem.apply(&tcfg)
+	eng := tasks.NewEngine(tcfg)
 	stop := func(within time.Duration) {
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), within)
 		defer cancel()
@@ -132,11 +140,20 @@ func SubmitDetached(ctx context.Context, cfg Config, args []byte) (tools.RunResu
 		return tools.RunResult{}, err
 	}
 	// Only: this engine reconciles nobody and adopts nothing; it only hands the graph over.
-	eng := tasks.NewEngine(tasks.Config{
+	// It checks a graph's Kubernetes tasks as a server does (the cluster answers, or the
+	// graph is refused), so it has the executor too.
+	rem, err := openRemote(ctx, cfg.Remote, ws, cfg.Logger)
+	if err != nil {
+		return tools.RunResult{}, err
+	}
+	defer rem.close()
+	tcfg := tasks.Config{
 		DB: db, Workspace: ws, RunnerID: runner.ID, Limits: tasks.Limits{MaxTasks: cfg.MaxTasks},
 		Logger: cfg.Logger.With("runner", runner.ID), Lease: cfg.Lease, Version: cfg.Version,
 		RunnerCommand: cfg.RunnerCommand, Only: "-",
-	})
+	}
+	rem.apply(&tcfg)
+	eng := tasks.NewEngine(tcfg)
 	sub, err := eng.SubmitDetached(ctx, spec)
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

@@ -3,8 +3,9 @@
 // server's number on the workspace (its session ids carry it) and registers the process
 // as a runner, starts the engines, puts the tool table (tools) and the protocol session
 // (internal/protocol) in front of them and the operator socket (internal/operator) beside
-// them, and shuts it all down within the few seconds a client gives. Serve is the server of one stdio client; RunDetached and
-// SubmitDetached are the detached runner and its hand-over.
+// them, and shuts it all down within the few seconds a client gives. Serve is the server of one stdio client, ServeHTTP
+// (http.go) the server of many over Streamable HTTP; RunDetached and SubmitDetached are
+// the detached runner and its hand-over.
 package server
 
 import (
@@ -43,21 +44,28 @@ type Config struct {
 	MaxParallel  int  // runner-wide cap on running tasks; 0 = the CPU count
 	MaxTasks     int  // tasks per graph; 0 = tasks.DefaultMaxTasks
 	MCPTasks     bool // serve the MCP Tasks extension (internal/protocol/mcptasks.go)
+	NoUI         bool // offer no MCP Apps views (internal/ui)
 	Detach       bool // tasks_run's default for detach
 	// RunnerCommand starts a detached runner (tasks.Config.RunnerCommand); nil: no
 	// graph runs detached, and tasks_run refuses detach: true.
 	RunnerCommand []string
-	MaxWaits      int           // waiting tool calls in flight; more are answered BUSY; 0 = protocol.DefaultMaxWaits
-	Retention     time.Duration // finished graphs keep live logs this long; 0 = tasks.DefaultRetention
-	ShellBuffer   int
-	MaxResult     int // bytes of a result's text, and of its structuredContent as JSON; 0 = tasks.DefaultMaxResult (tools.Config)
+	MaxWaits      int // waiting tool calls in flight; more are answered BUSY; 0 = protocol.DefaultMaxWaits
+	// UnguessableIDs names terminal sessions with 128 random bits (pty.RandomSessionIDs)
+	// rather than a count: a server whose clients reach it over HTTP must not let one
+	// guess another's session.
+	UnguessableIDs bool
+	Retention      time.Duration // finished graphs keep live logs this long; 0 = tasks.DefaultRetention
+	ShellBuffer    int
+	MaxResult      int // bytes of a result's text, and of its structuredContent as JSON; 0 = tasks.DefaultMaxResult (tools.Config)
 	// Sandbox and EnvPolicy confine the commands the server starts (confine.go); their
 	// zero values are the command line's defaults. Sandbox's Workspace and Protected are
 	// set by the server.
 	Sandbox   sandbox.Config
 	EnvPolicy envpolicy.Policy
-	Version   string
-	Logger    *slog.Logger
+	// Remote is where Kubernetes tasks run and archives are kept (remote.go).
+	Remote  RemoteConfig
+	Version string
+	Logger  *slog.Logger
 
 	// Lease, StaleAfter and BusyTimeout are for tests (hidden flags): the runner's lease
 	// (0 = tasks.DefaultLease), how long past its lease a silent runner whose process
@@ -97,6 +105,7 @@ type Server struct {
 	runner store.Runner
 	shells *pty.Manager
 	tasks  *tasks.Engine
+	remote *remote // the engine's Kubernetes executor and archives' bucket
 	// operator is the socket of a person's commands (nil if it could not be made).
 	operator *operator.Server
 	// stopReaper ends the child subreaper that open started (startReaper).
@@ -131,7 +140,7 @@ func newServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.table = tools.NewTable(tools.Config{MaxWait: cfg.MaxWait, MaxResult: cfg.MaxResult, Detach: cfg.Detach, Version: cfg.Version, Logger: s.log,
-		Sandbox: s.confined.sandbox, WithheldEnv: s.confined.withheld, AnswerCommand: answerCommand(ws)},
+		Sandbox: s.confined.sandbox, WithheldEnv: s.confined.withheld, AnswerCommand: answerCommand(ws), NoUI: cfg.NoUI},
 		ws, s.ready)
 	s.mcp = s.table.MCPServer()
 	return s, nil
@@ -143,6 +152,10 @@ func newServer(cfg Config) (*Server, error) {
 // tools/list answered, neither of which needs the store (startOpen). Only run calls it.
 func (s *Server) open(ctx context.Context) error {
 	cfg := s.cfg
+	rem, err := openRemote(ctx, cfg.Remote, s.ws, s.log)
+	if err != nil {
+		return err
+	}
 	db, err := store.OpenWith(ctx, s.ws.DBPath(), store.Options{BusyTimeout: cfg.BusyTimeout})
 	if err != nil {
 		return err
@@ -165,13 +178,16 @@ func (s *Server) open(ctx context.Context) error {
 	s.db, s.runner = db, runner
 	// The task engine keeps the runner's lease, and registers the runner again if it is
 	// lost (tasks/lease.go); the session records follow the runner it is now.
-	s.tasks = tasks.NewEngine(tasks.Config{
+	tcfg := tasks.Config{
 		DB: db, Workspace: s.ws, RunnerID: runner.ID, MaxParallel: cfg.MaxParallel,
 		Limits: tasks.Limits{MaxTasks: cfg.MaxTasks}, Logger: s.log,
 		ArtifactsDir: s.ws.ArtifactsDir, Retention: cfg.Retention,
 		Lease: cfg.Lease, StaleAfter: cfg.StaleAfter, Version: cfg.Version, SubmitWait: cfg.MaxWait,
 		RunnerCommand: cfg.RunnerCommand, Sandbox: s.confined.sandbox, Env: s.confined.env,
-	})
+	}
+	rem.apply(&tcfg)
+	s.remote = rem
+	s.tasks = tasks.NewEngine(tcfg)
 	s.shells = pty.NewManager(pty.Config{
 		MaxSessions: cfg.MaxSessions,
 		BufferSize:  cfg.ShellBuffer,
@@ -180,13 +196,22 @@ func (s *Server) open(ctx context.Context) error {
 		Sandbox:     s.confined.sandbox,
 		Env:         s.confined.env,
 		ScriptsDir:  s.ws.StateDir,
-		SessionID:   pty.ServerSessionIDs(number),
+		SessionID:   sessionIDs(number, cfg.UnguessableIDs),
 	})
 	s.stopReaper = startReaper(s.log)
 	s.operator = s.listenOperator(number, runner)
 	s.table.Start(s.shells, s.tasks)
 	s.log.Info("runner started", "workspace", s.ws.Root, "state", s.ws.StateDir, "pid", os.Getpid(), "version", cfg.Version, "server", number)
 	return nil
+}
+
+// sessionIDs names the terminal sessions of server number server: short and counted on
+// a server of one client, unguessable on one of many (Config.UnguessableIDs).
+func sessionIDs(server int, unguessable bool) func(seq int) string {
+	if unguessable {
+		return pty.RandomSessionIDs(server)
+	}
+	return pty.ServerSessionIDs(server)
 }
 
 // answerCommand is the command line a person runs to answer a session's question on
@@ -432,7 +457,7 @@ func (s *Server) Close(ctx context.Context) error {
 		// A person's views end first, saying the server is shutting down, rather than
 		// with the sessions' deaths.
 		if s.operator != nil {
-			if err := s.operator.Close(); err != nil {
+			if err := s.operator.Close(ctx); err != nil {
 				s.log.Warn("closing the operator socket", "err", err)
 			}
 		}
@@ -449,7 +474,7 @@ func (s *Server) Close(ctx context.Context) error {
 		if stopErr := s.db.StopRunner(stopCtx, s.tasks.RunnerID()); stopErr != nil {
 			s.log.Warn("could not mark the runner stopped; the next runner on this workspace finds it gone", "err", stopErr)
 		}
-		err = errors.Join(tasksErr, shellsErr, s.db.Close())
+		err = errors.Join(tasksErr, shellsErr, s.remote.close(), s.db.Close())
 		s.log.Info("runner stopped")
 	})
 	return err

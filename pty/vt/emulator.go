@@ -38,6 +38,8 @@ type Emulator interface {
 	Title() string
 	// Lines appends the screen shown, one string per row with trailing spaces removed.
 	Lines(dst []string) []string
+	// Styles appends each row's runs of styled cells (styles.go), one slice per row.
+	Styles(dst [][]Run) [][]Run
 	// Forget drops the rows kept above the main screen (what a grow brings back): the
 	// output they came from is being skipped.
 	Forget()

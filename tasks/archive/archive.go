@@ -63,13 +63,32 @@ type Request struct {
 	// OneLevel compresses every log at Level rather than at the level its start calls
 	// for: for benchmarks that compare the two.
 	OneLevel bool
+	// Index starts every log in a gzip member of its own and reports where (Written.Index),
+	// so that one log can be read by a range read of its member alone (an artifact in
+	// object storage). It costs a member header and a compressor reset per log.
+	Index bool
 }
 
-// Written is what Write wrote: the artifact's path, size and sha256 (hex).
+// LogIndex is where a log is in an artifact written with Request.Index: its gzip member
+// starts at byte Offset and is Length bytes long (with what follows it in that member:
+// the next entry's padding, or the archive's end); decompressed, the member's first Skip
+// bytes come before the log's content (the previous entry's padding and the log's tar
+// header), and the content is Size bytes.
+type LogIndex struct {
+	TaskID string `json:"taskId"`
+	Offset int64  `json:"offset"`
+	Length int64  `json:"length"`
+	Skip   int64  `json:"skip"`
+	Size   int64  `json:"size"`
+}
+
+// Written is what Write wrote: the artifact's path, size and sha256 (hex), and, with
+// Request.Index, where each log is in it.
 type Written struct {
 	Path   string
 	Bytes  int64
 	SHA256 string
+	Index  []LogIndex
 }
 
 // Write writes the artifact r describes. It is written under a temporary name, synced and
@@ -84,7 +103,7 @@ func Write(ctx context.Context, r Request) (Written, error) {
 	defer os.Remove(tmp.Name()) // a no-op after the rename
 	sum := sha256.New()
 	counter := &countingWriter{w: io.MultiWriter(tmp, sum)}
-	err = writeTar(ctx, counter, r)
+	index, err := writeTar(ctx, counter, r)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -100,25 +119,40 @@ func Write(ctx context.Context, r Request) (Written, error) {
 	if err != nil {
 		return Written{}, err
 	}
-	return Written{Path: r.Final, Bytes: counter.n, SHA256: hex.EncodeToString(sum.Sum(nil))}, nil
+	for i := range index {
+		end := counter.n
+		if i+1 < len(index) {
+			end = index[i+1].Offset
+		}
+		index[i].Length = end - index[i].Offset
+	}
+	return Written{Path: r.Final, Bytes: counter.n, SHA256: hex.EncodeToString(sum.Sum(nil)), Index: index}, nil
 }
 
-// writeTar writes the compressed tar of r to w.
-func writeTar(ctx context.Context, w io.Writer, r Request) error {
+// writeTar writes the compressed tar of r to w, which counts what it is given, and with
+// r.Index returns where each log went (Length is left to the caller: the next member's
+// start, or the end).
+func writeTar(ctx context.Context, w *countingWriter, r Request) ([]LogIndex, error) {
 	gz, err := newMemberWriter(w, r.OneLevel) // gzip.go: the level is chosen per log
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tw := tar.NewWriter(gz)
 	if err := WriteEntry(tw, "manifest.json", int64(len(r.Manifest)), r.MTime, strings.NewReader(string(r.Manifest))); err != nil {
-		return err
+		return nil, err
 	}
+	var index []LogIndex
 	for _, l := range r.Logs {
-		if err := copyLog(ctx, tw, gz, LogEntry(l.TaskID), l.Path, l.Size, r.MTime); err != nil {
-			return err
+		var at *LogIndex
+		if r.Index {
+			index = append(index, LogIndex{TaskID: l.TaskID, Size: l.Size})
+			at = &index[len(index)-1]
+		}
+		if err := copyLog(ctx, tw, gz, LogEntry(l.TaskID), l.Path, l.Size, r.MTime, w, at); err != nil {
+			return nil, err
 		}
 	}
-	return errors.Join(tw.Close(), gz.Close())
+	return index, errors.Join(tw.Close(), gz.Close())
 }
 
 // WriteEntry writes one regular file of exactly size bytes read from r to tw.

@@ -193,3 +193,72 @@ func TestRemoveStale(t *testing.T) {
 		}
 	}
 }
+
+// Written with Index, every log reads back from a range of the archive alone: its
+// member, decompressed, past its header.
+func TestWrite_Index(t *testing.T) {
+	dir := t.TempDir()
+	contents := map[string][]byte{
+		"a": []byte("first log\n"),
+		"b": bytes.Repeat([]byte("line of the second log\n"), 5000),
+		"c": {},
+		"d": []byte("last, with no newline"),
+	}
+	logs := writeLogs(t, dir, contents, "a", "b", "c", "d")
+	w, err := Write(t.Context(), Request{Final: filepath.Join(dir, "g.tar.gz"), TempName: ".spool-", Manifest: []byte("{}"),
+		MTime: time.Unix(0, 0), Logs: logs, Index: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Index) != len(logs) {
+		t.Fatalf("Write().Index has %d entries, want %d", len(w.Index), len(logs))
+	}
+	f, err := os.Open(w.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	end := int64(0)
+	for _, ix := range w.Index {
+		if ix.Offset < end || ix.Length <= 0 {
+			t.Errorf("index of %s = %+v: members must follow each other", ix.TaskID, ix)
+		}
+		end = ix.Offset + ix.Length
+		r, err := OpenIndexed(io.NewSectionReader(f, ix.Offset, ix.Length), ix)
+		if err != nil {
+			t.Fatalf("OpenIndexed(%s): %v", ix.TaskID, err)
+		}
+		got, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatalf("reading %s: %v", ix.TaskID, err)
+		}
+		if !bytes.Equal(got, contents[ix.TaskID]) {
+			t.Errorf("log %s from its range = %d bytes %q..., want %d bytes", ix.TaskID, len(got), shorten(got), len(contents[ix.TaskID]))
+		}
+	}
+	if end != w.Bytes {
+		t.Errorf("the members end at %d, the archive at %d", end, w.Bytes)
+	}
+	// The archive is still one ordinary .tar.gz.
+	var seen []string
+	if err := ReadLogs(w.Path, []string{"a", "b", "c", "d"}, func(id string, _ int64, r io.Reader) error {
+		seen = append(seen, id)
+		got, err := io.ReadAll(r)
+		if err == nil && !bytes.Equal(got, contents[id]) {
+			t.Errorf("ReadLogs %s differs", id)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 4 {
+		t.Errorf("ReadLogs found %v", seen)
+	}
+}
+
+func shorten(b []byte) []byte {
+	if len(b) > 40 {
+		return b[:40]
+	}
+	return b
+}

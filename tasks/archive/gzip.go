@@ -53,6 +53,8 @@ type memberWriter struct {
 	buf     []byte // a log's first bytes
 	// oneLevel compresses every log at Level (Request.OneLevel).
 	oneLevel bool
+	// in counts the uncompressed bytes written so far (for Request.Index).
+	in int64
 }
 
 func newMemberWriter(w io.Writer, oneLevel bool) (*memberWriter, error) {
@@ -63,12 +65,16 @@ func newMemberWriter(w io.Writer, oneLevel bool) (*memberWriter, error) {
 	return &memberWriter{w: w, gz: gz, level: Level, byLvl: map[int]*gzip.Writer{Level: gz}, oneLevel: oneLevel}, nil
 }
 
-func (m *memberWriter) Write(p []byte) (int, error) { return m.gz.Write(p) }
+func (m *memberWriter) Write(p []byte) (int, error) {
+	n, err := m.gz.Write(p)
+	m.in += int64(n)
+	return n, err
+}
 
 // use makes what is written next go at level: it ends the current member and starts a
-// new one if the level differs.
-func (m *memberWriter) use(level int) error {
-	if level == m.level {
+// new one if the level differs, or if fresh says so (a log indexed on its own).
+func (m *memberWriter) use(level int, fresh bool) error {
+	if level == m.level && !fresh {
 		return nil
 	}
 	if err := m.gz.Close(); err != nil { // the member's trailer; m.w stays open
@@ -119,8 +125,9 @@ func (m *memberWriter) levelFor(sample []byte) (int, error) {
 
 // copyLog adds a log to the archive as the size the manifest recorded (a log that grew
 // since, which a task's leftover cannot do but be safe, is cut at that size), at the
-// level its start calls for.
-func copyLog(ctx context.Context, tw *tar.Writer, mw *memberWriter, name, path string, size int64, mtime time.Time) error {
+// level its start calls for. With at (Request.Index) the log starts a member of its own,
+// before its header, and at records where: out counts the archive's bytes.
+func copyLog(ctx context.Context, tw *tar.Writer, mw *memberWriter, name, path string, size int64, mtime time.Time, out *countingWriter, at *LogIndex) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -139,14 +146,28 @@ func copyLog(ctx context.Context, tw *tar.Writer, mw *memberWriter, name, path s
 	if err != nil {
 		return err
 	}
-	// The header goes first, in the current member: tar.Writer writes the previous
-	// entry's padding and this header straight through on WriteHeader, so everything
-	// after it is this log's content.
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: size, ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
-		return err
-	}
-	if err := mw.use(level); err != nil {
-		return err
+	if at != nil {
+		// A member of its own, started before the header: it holds the previous entry's
+		// padding, the header, then the content (Skip is the first two).
+		if err := mw.use(level, true); err != nil {
+			return err
+		}
+		at.Offset = out.n
+		start := mw.in
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: size, ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		at.Skip = mw.in - start
+	} else {
+		// The header goes first, in the current member: tar.Writer writes the previous
+		// entry's padding and this header straight through on WriteHeader, so everything
+		// after it is this log's content.
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: size, ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if err := mw.use(level, false); err != nil {
+			return err
+		}
 	}
 	if _, err := tw.Write(sample); err != nil {
 		return err

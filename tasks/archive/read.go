@@ -85,3 +85,18 @@ func OpenLog(artifact, taskID string) (io.ReadCloser, int64, error) {
 		}
 	}
 }
+
+// OpenIndexed reads the content of the log ix names out of r, which reads the artifact
+// from ix.Offset on (a range read of the log's member, at least ix.Length bytes). Only the
+// member is decompressed, and only as far as the caller reads.
+func OpenIndexed(r io.Reader, ix LogIndex) (io.Reader, error) {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", LogEntry(ix.TaskID), err)
+	}
+	gz.Multistream(false) // the member is the log's; what follows is another's
+	if _, err := io.CopyN(io.Discard, gz, ix.Skip); err != nil {
+		return nil, fmt.Errorf("%s: %w", LogEntry(ix.TaskID), err)
+	}
+	return io.LimitReader(gz, ix.Size), nil
+}

@@ -41,7 +41,19 @@ type Spec struct {
 	MaxParallel    int // 0 = the engine's default (the CPU count)
 	FailFast       bool
 	IdempotencyKey string
+	// Executor is where a task that names none runs: "" or ExecutorLocal (this machine),
+	// or ExecutorKubernetes (a pod).
+	Executor ExecutorName
 }
+
+// ExecutorName names where a task runs.
+type ExecutorName string
+
+// The executors a task may name (Spec.Executor, TaskSpec.Executor).
+const (
+	ExecutorLocal      ExecutorName = "local"
+	ExecutorKubernetes ExecutorName = "kubernetes"
+)
 
 // TaskSpec is one task as submitted.
 type TaskSpec struct {
@@ -55,6 +67,11 @@ type TaskSpec struct {
 	// Sandbox and Network are the policy the task runs under, as the adapter settled it
 	// from the server's and the call's (internal/sandbox); "" is the runner's own.
 	Sandbox, Network string
+	// Executor is where it runs: "" (the graph's), ExecutorLocal or ExecutorKubernetes.
+	// CPU and Memory are what its pod asks for, as Kubernetes quantities ("500m", "2",
+	// "512Mi"); only a Kubernetes task may ask.
+	Executor    ExecutorName
+	CPU, Memory string
 }
 
 // Limits bound what Validate accepts.

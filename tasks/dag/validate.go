@@ -73,6 +73,9 @@ func Validate(spec Spec, lim Limits, confine func(cwd string) (string, error)) (
 		if err := checkTaskFields(t); err != nil {
 			return Validated{}, err
 		}
+		if err := checkExecutor(t, spec.Executor); err != nil {
+			return Validated{}, err
+		}
 		edges += len(t.DependsOn)
 	}
 
@@ -142,6 +145,10 @@ func checkGraphFields(spec Spec, lim Limits) error {
 	if len(spec.IdempotencyKey) > MaxIdempotencyKeyBytes {
 		return fmt.Errorf("%w: idempotencyKey is %d bytes, at most %d are accepted; use a short key such as a UUID or a hash",
 			ErrLimit, len(spec.IdempotencyKey), MaxIdempotencyKeyBytes)
+	}
+	if spec.Executor != "" && spec.Executor != ExecutorLocal && spec.Executor != ExecutorKubernetes {
+		return fmt.Errorf("%w: executor is %s; use %q (this machine, the default) or %q (a pod on the server's cluster)",
+			ErrInvalid, quote.Short(string(spec.Executor)), ExecutorLocal, ExecutorKubernetes)
 	}
 	if spec.MaxParallel < 0 {
 		return fmt.Errorf("%w: maxParallel is %d; use a positive number, or 0 for the default (the CPU count)",
