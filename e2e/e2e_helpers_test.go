@@ -32,9 +32,13 @@ var binPath string
 // depend on the directory the tests run in.
 const mainPackage = "github.com/mcp-harness/mcp-harness"
 
+// fakeOperatorEnv names the state directory in which the test binary, started as a fake
+// server (fakeop_linux_test.go), listens.
+const fakeOperatorEnv = "E2E_FAKE_OPERATOR"
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(fakeOperatorEnv); dir != "" {
-		os.Exit(fakeOperator(dir)) // this test binary, started as a fake server (fakeop_e2e_test.go)
+		os.Exit(fakeOperator(dir)) // this test binary, started as a fake server (fakeop_linux_test.go)
 	}
 	dir, err := os.MkdirTemp("", "mcp-harness-e2e-")
 	if err != nil {

@@ -340,3 +340,45 @@ func TestHTTP_Principals(t *testing.T) {
 		t.Errorf("alice's own session through her MCP session = %s", r.body)
 	}
 }
+
+// A token that may only read cannot run a tool that changes something by spelling the
+// tool's name twice in the body, once as a read-only tool under "name" and once under a
+// key that differs only in case ("NAME"), which a JSON decoder into a Go struct takes too
+// (and, coming last, wins): the name the call runs under is the one its scope is checked
+// against, in both revisions. Nothing is opened.
+func TestHTTP_OAuthReadScopeCannotSmuggleARunTool(t *testing.T) {
+	is := newTestIssuer(t)
+	is.addKey(t, "rs1", true)
+	s := startHTTP(t, "", "--auth", "oauth", "--issuer", is.url, "--audience", audience)
+	reader := s.withToken(is.sign(t, "rs1", jwt.MapClaims{"sub": "alice", "aud": audience, "scope": "harness:read"}))
+	runner := s.withToken(is.sign(t, "rs1", jwt.MapClaims{"sub": "alice", "aud": audience, "scope": "harness:run"}))
+	meta, _ := json.Marshal(modernMeta())
+	body := func(withMeta bool) string {
+		m := ""
+		if withMeta {
+			m = `,"_meta":` + string(meta)
+		}
+		return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"shell_list","NAME":"shell_open",` +
+			`"arguments":{"command":"exec sleep 1000","timeoutMs":0}` + m + `}}`
+	}
+	check := func(what string, r reply) {
+		t.Helper()
+		if r.status != http.StatusForbidden || !strings.Contains(r.header.Get("WWW-Authenticate"), `scope="harness:run"`) {
+			t.Errorf("%s: a harness:read token smuggling shell_open = %d %s, want 403 insufficient_scope naming harness:run",
+				what, r.status, shortText(string(r.body), 300))
+		}
+	}
+	check("2026-07-28", reader.post(t.Context(), body(true),
+		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "shell_open"))
+	// Its Mcp-Name naming the read-only tool does not match the name the call runs under.
+	if r := reader.post(t.Context(), body(true), "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "shell_list"); r.status != http.StatusBadRequest || r.errorCode() != -32020 {
+		t.Errorf("2026-07-28 with Mcp-Name shell_list = %d %s, want 400 HeaderMismatch", r.status, shortText(string(r.body), 300))
+	}
+	sid := reader.legacySession(t.Context(), "2025-06-18")
+	check("2025-06-18", reader.post(t.Context(), body(false), "Mcp-Session-Id", sid, "MCP-Protocol-Version", "2025-06-18"))
+
+	sessions := structuredOf(t, runner.call("shell_list", map[string]any{}))["sessions"].([]any)
+	if len(sessions) != 0 {
+		t.Errorf("alice has %d terminal sessions after her read-only token's calls, want none: %v", len(sessions), sessions)
+	}
+}

@@ -387,12 +387,6 @@ func toLineStart(text, kept string, cut int) (string, int) {
 	return kept, cut
 }
 
-// seqOf is the submitted place of a task of s.
-func (s Snapshot) seqOf(id string) int {
-	t, _ := s.Task(id)
-	return t.Seq
-}
-
 // runnerRef reads a graph's runner; one whose record is gone is named, not live.
 func (r *Reader) runnerRef(ctx context.Context, id string, now time.Time) (RunnerRef, error) {
 	ri, err := r.Runner(ctx, id, now)

@@ -28,10 +28,10 @@ const codeBusy = "BUSY"
 
 // dispatch runs a tools/call on its own goroutine, or answers BUSY at once.
 func (s *Session) dispatch(m rpcMessage, id string, params map[string]json.RawMessage, line []byte) {
-	var name string
-	_ = json.Unmarshal(params["name"], &name)
-	wait := s.cfg.MayWait(name, members(params["arguments"]))
-	meta := members(params["_meta"])
+	tc := toolCallOf(m.Params)
+	name := tc.Name
+	wait := s.cfg.MayWait(name, members(tc.Arguments))
+	meta := members(tc.Meta)
 
 	s.mu.Lock()
 	if s.stopping {
@@ -61,6 +61,26 @@ func (s *Session) dispatch(m rpcMessage, id string, params map[string]json.RawMe
 		defer cancel()
 		s.finish(id, c, s.serve(ctx, line))
 	}()
+}
+
+// toolCall is what a tools/call's params say, read as mcp-go reads them when it runs the
+// call: into a struct, whose keys match case-insensitively, the last one winning. Read
+// from a map instead, {"name":"shell_list","NAME":"shell_open"} would be taken for a call
+// of shell_list (read-only, and never waiting) that mcp-go then runs as shell_open.
+type toolCall struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      json.RawMessage `json:"_meta"`
+}
+
+// toolCallOf reads a tools/call's params; params that do not decode (which mcp-go then
+// refuses) read as no name, which is neither a read-only tool nor one that never waits.
+func toolCallOf(params json.RawMessage) toolCall {
+	var tc toolCall
+	if json.Unmarshal(params, &tc) != nil {
+		return toolCall{}
+	}
+	return tc
 }
 
 // busyLocked says why a call cannot start now, or "" when it can; a waiting call that

@@ -240,7 +240,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 			"unsupported %s %s: this server speaks %s", mcp.HeaderProtocolVersion, quote.Short(headerVersion), strings.Join(Versions, ", ")))
 		return
 	}
-	if h.cfg.Allowed != nil && !h.cfg.Allowed(w, r, h.changes(m.Method, params)) {
+	if h.cfg.Allowed != nil && !h.cfg.Allowed(w, r, h.changes(m.Method, m.Params)) {
 		return
 	}
 	principal := Principal(r.Context())
@@ -384,11 +384,13 @@ func drain(w http.ResponseWriter, ex *exchange, stream *eventStream, sseOK bool,
 
 // changes reports whether a message of method with params may change something: what a
 // principal that may only read is refused.
-func (h *HTTPHandler) changes(method string, params map[string]json.RawMessage) bool {
+func (h *HTTPHandler) changes(method string, params json.RawMessage) bool {
 	switch method {
 	case "tools/call":
-		var name string
-		_ = json.Unmarshal(params["name"], &name)
+		// The name the call will run under, read as mcp-go reads it (toolCallOf): a
+		// second spelling of "name" in another case must not pass a run tool off as a
+		// read-only one.
+		name := toolCallOf(params).Name
 		return h.cfg.ReadOnlyTool == nil || !h.cfg.ReadOnlyTool(name)
 	case "tasks/cancel", "tasks/update":
 		return true

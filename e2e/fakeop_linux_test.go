@@ -28,13 +28,11 @@ import (
 // password, the newest on the workspace. The operator commands must send it nothing that
 // matters: not the request to answer, never the person's line.
 
-// fakeOperatorEnv names the state directory the test binary, started as a fake server,
-// listens in; the other variables say how it poses.
+// The other variables (beside fakeOperatorEnv, e2e_helpers_test.go) say how it poses.
 const (
-	fakeOperatorEnv = "E2E_FAKE_OPERATOR"
-	fakeNumberEnv   = "E2E_FAKE_NUMBER" // the server number it claims
-	fakeAsPidEnv    = "E2E_FAKE_AS_PID" // a pid whose socket it takes over (removes, and listens under its name)
-	fakeNNPEnv      = "E2E_FAKE_NNP"    // "1": it runs with no_new_privs, as a confined command does
+	fakeNumberEnv = "E2E_FAKE_NUMBER" // the server number it claims
+	fakeAsPidEnv  = "E2E_FAKE_AS_PID" // a pid whose socket it takes over (removes, and listens under its name)
+	fakeNNPEnv    = "E2E_FAKE_NNP"    // "1": it runs with no_new_privs, as a confined command does
 )
 
 // fakeOperator is the fake server's main: it says "listening" on stdout once it
