@@ -28,8 +28,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mcp-harness/mcp-harness/tasks/kube"
@@ -39,7 +42,41 @@ import (
 type cluster struct {
 	kubeconfig, namespace, run string
 	nodes                      []string
-	client                     kubernetes.Interface
+	// client is client-go's dynamic client: the generated clientset (every API group's
+	// typed client) is not linked into the module, it costs CI too much to compile.
+	client dynamic.Interface
+}
+
+// The resources the tests read and make, for the dynamic client.
+var (
+	jobsGVR            = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	podsGVR            = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	namespacesGVR      = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	serviceAccountsGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+	rolesGVR           = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}
+	roleBindingsGVR    = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}
+)
+
+// toUnstructured is a typed object as the dynamic client takes it. The object must have
+// its apiVersion and kind set: the dynamic client sends nothing without them.
+func toUnstructured(t *testing.T, obj any) *unstructured.Unstructured {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatalf("converting %T: %v", obj, err)
+	}
+	return &unstructured.Unstructured{Object: m}
+}
+
+// itemsAs converts a list's items to their typed objects.
+func itemsAs[T any](l *unstructured.UnstructuredList) ([]T, error) {
+	out := make([]T, len(l.Items))
+	for i := range l.Items {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(l.Items[i].Object, &out[i]); err != nil {
+			return nil, fmt.Errorf("converting %s %s to %T: %w", l.Items[i].GetKind(), l.Items[i].GetName(), out[i], err)
+		}
+	}
+	return out, nil
 }
 
 // needCluster skips the test unless a test cluster's environment is set.
@@ -54,7 +91,7 @@ func needCluster(t *testing.T) cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.client, err = kubernetes.NewForConfig(cfg); err != nil {
+	if c.client, err = dynamic.NewForConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -72,19 +109,19 @@ func kubeServer(t *testing.T, c cluster, ws string, args ...string) *server {
 func (c cluster) graphObjects(t *testing.T, graphID string) (jobs, pods []string) {
 	t.Helper()
 	sel := kube.LabelGraph + "=" + graphID
-	jl, err := c.client.BatchV1().Jobs(c.namespace).List(t.Context(), metav1.ListOptions{LabelSelector: sel})
+	jl, err := c.client.Resource(jobsGVR).Namespace(c.namespace).List(t.Context(), metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, j := range jl.Items {
-		jobs = append(jobs, j.Name)
+		jobs = append(jobs, j.GetName())
 	}
-	pl, err := c.client.CoreV1().Pods(c.namespace).List(t.Context(), metav1.ListOptions{LabelSelector: sel})
+	pl, err := c.client.Resource(podsGVR).Namespace(c.namespace).List(t.Context(), metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pl.Items {
-		pods = append(pods, p.Name)
+		pods = append(pods, p.GetName())
 	}
 	return jobs, pods
 }
@@ -277,10 +314,14 @@ func TestKube_MaxPods(t *testing.T) {
 	go func() {
 		defer close(done)
 		for {
-			pl, err := c.client.CoreV1().Pods(c.namespace).List(context.Background(), metav1.ListOptions{LabelSelector: kube.LabelGraph + "=" + graphID})
+			pl, err := c.client.Resource(podsGVR).Namespace(c.namespace).List(context.Background(), metav1.ListOptions{LabelSelector: kube.LabelGraph + "=" + graphID})
 			if err == nil {
+				items, err := itemsAs[corev1.Pod](pl)
+				if err != nil {
+					t.Errorf("sampling the graph's pods: %v", err)
+				}
 				live := 0
-				for _, p := range pl.Items {
+				for _, p := range items {
 					if p.Status.Phase != "Succeeded" && p.Status.Phase != "Failed" {
 						live++
 					}
@@ -372,29 +413,32 @@ func TestKube_ReadmeRoleIsEnough(t *testing.T) {
 	role, binding := readmeRBAC(t)
 	ns := fmt.Sprintf("mh-rbac-%d", time.Now().UnixNano()%1_000_000_000)
 	ctx := t.Context()
-	if _, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	nsObj := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if _, err := c.client.Resource(namespacesGVR).Create(ctx, toUnstructured(t, nsObj), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		c.client.CoreV1().Namespaces().Delete(context.WithoutCancel(ctx), ns, metav1.DeleteOptions{})
+		c.client.Resource(namespacesGVR).Delete(context.WithoutCancel(ctx), ns, metav1.DeleteOptions{})
 	})
 	role.Namespace, binding.Namespace = ns, ns
 	for i := range binding.Subjects {
 		binding.Subjects[i].Namespace = ns
 	}
 	sa := binding.Subjects[0].Name
-	if _, err := c.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+	saObj := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: metav1.ObjectMeta{Name: sa}}
+	if _, err := c.client.Resource(serviceAccountsGVR).Namespace(ns).Create(ctx, toUnstructured(t, saObj), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+	// The README's objects carry their own apiVersion and kind (readmeRBAC checks the kinds).
+	if _, err := c.client.Resource(rolesGVR).Namespace(ns).Create(ctx, toUnstructured(t, role), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+	if _, err := c.client.Resource(roleBindingsGVR).Namespace(ns).Create(ctx, toUnstructured(t, binding), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Pods are refused in a namespace until its default service account exists.
 	for deadline := time.Now().Add(e2eWait); ; {
-		if _, err := c.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+		if _, err := c.client.Resource(serviceAccountsGVR).Namespace(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -403,9 +447,18 @@ func TestKube_ReadmeRoleIsEnough(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // polling a condition with a deadline
 	}
 	hour := int64(3600)
-	tok, err := c.client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
+	// The service account's "token" subresource; the request names the account.
+	tokReq := &authenticationv1.TokenRequest{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenRequest"},
+		ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns},
+		Spec:       authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour},
+	}
+	tokObj, err := c.client.Resource(serviceAccountsGVR).Namespace(ns).Create(ctx, toUnstructured(t, tokReq), metav1.CreateOptions{}, "token")
 	if err != nil {
+		t.Fatal(err)
+	}
+	var tok authenticationv1.TokenRequest
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tokObj.Object, &tok); err != nil {
 		t.Fatal(err)
 	}
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
@@ -441,13 +494,13 @@ current-context: x
 	if got := logText(s.taskStatus(graphID, "read")); got != "alpha\nbeta\ngamma\n" {
 		t.Errorf("read's log = %q", got)
 	}
-	pods, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	pods, err := c.client.Resource(podsGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pods.Items {
-		if strings.HasPrefix(p.Name, "mh-long-") {
-			t.Errorf("the cancelled task's pod %s is still there", p.Name)
+		if strings.HasPrefix(p.GetName(), "mh-long-") {
+			t.Errorf("the cancelled task's pod %s is still there", p.GetName())
 		}
 	}
 	// A few sweeps (every lease/3) ran meanwhile; none may have been refused.

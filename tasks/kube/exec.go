@@ -17,7 +17,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
 )
@@ -93,9 +92,8 @@ func (x *Executor) deliverTry(ctx context.Context, r *run, pod string) error {
 // exec runs script with sh -c in pod's task container, stdin (if not nil) on its input;
 // it fails with what the script wrote when it exits non-zero.
 func (x *Executor) exec(ctx context.Context, pod, script string, stdin io.Reader) error {
-	req := x.client.CoreV1().RESTClient().Post().Resource("pods").Namespace(x.ns).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: []string{"sh", "-c", script},
-			Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	req := x.client.execRequest(pod, &corev1.PodExecOptions{Container: container, Command: []string{"sh", "-c", script},
+		Stdin: stdin != nil, Stdout: true, Stderr: true})
 	spdy, err := remotecommand.NewSPDYExecutor(x.rest, "POST", req.URL())
 	if err != nil {
 		return err

@@ -43,7 +43,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -95,7 +94,7 @@ type Executor struct {
 	ns      string
 	host    string // the API server, for messages
 	rest    *rest.Config
-	client  kubernetes.Interface
+	client  *client
 	loadErr error // why no client could be made; every call says it
 
 	checkMu sync.Mutex
@@ -153,7 +152,7 @@ func New(cfg Config) *Executor {
 	// Many attempts are watched and followed at once: client-go's default of 5 requests a
 	// second would queue their starts and deletes.
 	x.rest.QPS, x.rest.Burst = 50, 100
-	if x.client, x.loadErr = kubernetes.NewForConfig(x.rest); x.loadErr != nil {
+	if x.client, x.loadErr = newClient(x.rest, x.ns); x.loadErr != nil {
 		x.loadErr = fmt.Errorf("the Kubernetes configuration cannot be used: %v", x.loadErr)
 	}
 	return x
@@ -179,7 +178,7 @@ func (x *Executor) Check(ctx context.Context) error {
 	if time.Since(x.checked) < checkFor {
 		return nil
 	}
-	_, err := x.client.BatchV1().Jobs(x.ns).List(ctx, metav1.ListOptions{Limit: 1})
+	_, err := x.client.listJobs(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		return fmt.Errorf("%w: %s", tasks.ErrExecutorUnavailable, x.describe(err))
 	}

@@ -23,7 +23,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -78,7 +79,7 @@ func (r *run) changes() <-chan struct{} {
 // watcher is the executor's view of its workspace's Jobs and pods in its namespace.
 type watcher struct {
 	namespace string
-	factory   informers.SharedInformerFactory
+	informers [2]cache.SharedIndexInformer // Jobs, pods
 	jobs      batchlisters.JobLister
 	pods      cache.Indexer // by jobIndex
 	stopCh    chan struct{}
@@ -97,27 +98,42 @@ func (x *Executor) watching(ctx context.Context) (*watcher, error) {
 	}
 	x.watchOnce.Do(func() {
 		selector := labels.Set{LabelWorkspace: labelValue(x.cfg.Workspace)}.String()
-		f := informers.NewSharedInformerFactoryWithOptions(x.client, 0, informers.WithNamespace(x.ns),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
-		w := &watcher{namespace: x.ns, factory: f, stopCh: make(chan struct{})}
-		jobs := f.Batch().V1().Jobs()
-		pods := f.Core().V1().Pods()
-		pods.Informer().AddIndexers(cache.Indexers{jobIndex: func(obj any) ([]string, error) {
+		labelled := func(o metav1.ListOptions) metav1.ListOptions { o.LabelSelector = selector; return o }
+		jobs := cache.NewSharedIndexInformer(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return x.client.listJobs(ctx, labelled(o))
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return x.client.watchJobs(ctx, labelled(o))
+			},
+		}, &batchv1.Job{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		pods := cache.NewSharedIndexInformer(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return x.client.listPods(ctx, labelled(o))
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return x.client.watchPods(ctx, labelled(o))
+			},
+		}, &corev1.Pod{}, 0, cache.Indexers{jobIndex: func(obj any) ([]string, error) {
 			if p, ok := obj.(*corev1.Pod); ok {
 				return []string{p.Labels[jobNameLabel]}, nil
 			}
 			return nil, nil
 		}})
+		w := &watcher{namespace: x.ns, informers: [2]cache.SharedIndexInformer{jobs, pods}, stopCh: make(chan struct{})}
 		h := cache.ResourceEventHandlerFuncs{AddFunc: x.changed, UpdateFunc: func(_, o any) { x.changed(o) }, DeleteFunc: x.changed}
-		jobs.Informer().AddEventHandler(h)
-		pods.Informer().AddEventHandler(h)
-		w.jobs, w.pods = jobs.Lister(), pods.Informer().GetIndexer()
-		f.Start(w.stopCh)
+		jobs.AddEventHandler(h)
+		pods.AddEventHandler(h)
+		w.jobs, w.pods = batchlisters.NewJobLister(jobs.GetIndexer()), pods.GetIndexer()
+		for _, inf := range w.informers {
+			go inf.Run(w.stopCh)
+		}
 		x.watch = w
 	})
 	w := x.watch
-	for _, ok := range w.factory.WaitForCacheSync(ctxDone(ctx, w.stopCh)) {
-		if !ok {
+	done := ctxDone(ctx, w.stopCh)
+	for _, inf := range w.informers {
+		if !cache.WaitForCacheSync(done, inf.HasSynced) {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("%w: %s", tasks.ErrExecutorUnavailable, x.describe(ctx.Err()))
 			}
@@ -183,9 +199,9 @@ func (x *Executor) Start(ctx context.Context, a tasks.Attempt) (tasks.Placement,
 		return tasks.Placement{}, err
 	}
 	takeover := false
-	_, err = x.client.BatchV1().Jobs(x.ns).Create(ctx, job, metav1.CreateOptions{})
+	_, err = x.client.createJob(ctx, job)
 	if apierrors.IsAlreadyExists(err) {
-		existing, gerr := x.client.BatchV1().Jobs(x.ns).Get(ctx, name, metav1.GetOptions{})
+		existing, gerr := x.client.getJob(ctx, name)
 		if gerr != nil {
 			return tasks.Placement{}, x.unavailable("cannot read the existing Job "+name, gerr)
 		}
@@ -379,7 +395,7 @@ func (x *Executor) unstick(ctx context.Context, r *run) {
 	}
 	r.mu.Unlock()
 	if notSeen {
-		_, err := x.client.BatchV1().Jobs(x.ns).Get(ctx, r.job, metav1.GetOptions{})
+		_, err := x.client.getJob(ctx, r.job)
 		r.mu.Lock()
 		switch {
 		case err == nil:
@@ -402,7 +418,7 @@ func (x *Executor) stopJob(r *run, nodeLost bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	bg := metav1.DeletePropagationBackground
-	if err := x.client.BatchV1().Jobs(x.ns).Delete(ctx, r.job, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+	if err := x.client.deleteJob(ctx, r.job, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
 		x.log.Warn("cannot delete the Job of an attempt that ended", "job", r.job, "err", err)
 	}
 	if nodeLost {
@@ -413,7 +429,7 @@ func (x *Executor) stopJob(r *run, nodeLost bool) {
 // deletePods deletes the pods of Job name with the grace given.
 func (x *Executor) deletePods(ctx context.Context, name string, grace time.Duration) error {
 	secs := int64(math.Ceil(max(grace, 0).Seconds()))
-	err := x.client.CoreV1().Pods(x.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &secs},
+	err := x.client.deletePods(ctx, metav1.DeleteOptions{GracePeriodSeconds: &secs},
 		metav1.ListOptions{LabelSelector: labels.Set{jobNameLabel: name}.String()})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
@@ -438,7 +454,7 @@ func (x *Executor) Cancel(ctx context.Context, id tasks.AttemptID, grace time.Du
 		r.mu.Unlock()
 	}
 	fg := metav1.DeletePropagationForeground
-	err = x.client.BatchV1().Jobs(x.ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
+	err = x.client.deleteJob(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
 	switch {
 	case apierrors.IsNotFound(err) && r == nil:
 		return fmt.Errorf("%s: %w", id, tasks.ErrUnknownAttempt)
@@ -474,14 +490,14 @@ func (x *Executor) Status(ctx context.Context, id tasks.AttemptID) (tasks.RunSta
 		return tasks.RunStatus{}, fmt.Errorf("%w: %v", tasks.ErrExecutorUnavailable, x.loadErr)
 	}
 	name := JobName(id)
-	job, err := x.client.BatchV1().Jobs(x.ns).Get(ctx, name, metav1.GetOptions{})
+	job, err := x.client.getJob(ctx, name)
 	if apierrors.IsNotFound(err) {
 		return tasks.RunStatus{ID: id, Phase: tasks.PhaseGone, Placement: tasks.Placement{Job: name}}, nil
 	}
 	if err != nil {
 		return tasks.RunStatus{}, x.unavailable("cannot read Job "+name, err)
 	}
-	pods, err := x.client.CoreV1().Pods(x.ns).List(ctx, metav1.ListOptions{LabelSelector: labels.Set{jobNameLabel: name}.String()})
+	pods, err := x.client.listPods(ctx, metav1.ListOptions{LabelSelector: labels.Set{jobNameLabel: name}.String()})
 	if err != nil {
 		return tasks.RunStatus{}, x.unavailable("cannot list the pods of Job "+name, err)
 	}
@@ -511,11 +527,11 @@ func (x *Executor) List(ctx context.Context, workspace string) ([]tasks.RunStatu
 		return nil, fmt.Errorf("%w: %v", tasks.ErrExecutorUnavailable, x.loadErr)
 	}
 	sel := labels.Set{LabelWorkspace: labelValue(workspace)}.String()
-	jobs, err := x.client.BatchV1().Jobs(x.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	jobs, err := x.client.listJobs(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, x.unavailable("cannot list Jobs", err)
 	}
-	pods, err := x.client.CoreV1().Pods(x.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	pods, err := x.client.listPods(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, x.unavailable("cannot list pods", err)
 	}
@@ -568,7 +584,7 @@ func (x *Executor) Attach(ctx context.Context, id tasks.AttemptID, offset int64)
 			return nil, ctx.Err()
 		}
 	}
-	rc, err := x.client.CoreV1().Pods(x.ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: container, Follow: true}).Stream(ctx)
+	rc, err := x.client.podLogs(ctx, pod.Name, &corev1.PodLogOptions{Container: container, Follow: true})
 	if err != nil {
 		return nil, x.unavailable("cannot read the log of pod "+pod.Name, err)
 	}
