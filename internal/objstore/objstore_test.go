@@ -13,6 +13,45 @@ import (
 	"testing"
 )
 
+// openTestDir opens a file:// bucket on a directory of the test's, closed with the test.
+func openTestDir(t *testing.T) (*Bucket, string) {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := Open(t.Context(), "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, dir
+}
+
+// sourceFile writes data to a file of the test's and returns its path and sha256 (hex),
+// as the archive writer hands them to Upload.
+func sourceFile(t *testing.T, data []byte) (string, string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "archive.tar.gz")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	return p, hex.EncodeToString(sum[:])
+}
+
+// readRange reads length bytes of key from off.
+func readRange(t *testing.T, b *Bucket, key string, off, n int64) []byte {
+	t.Helper()
+	rc, err := b.RangeReader(t.Context(), key, off, n)
+	if err != nil {
+		t.Fatalf("range %d+%d: %v", off, n, err)
+	}
+	defer rc.Close()
+	got, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("range %d+%d: %v", off, n, err)
+	}
+	return got
+}
+
 // An archive uploaded to a file:// bucket: checked by sha256 on the way in, read back by
 // ranges, named by a URL the bucket maps back to its key; a missing object is
 // fs.ErrNotExist.
@@ -114,19 +153,9 @@ func TestOpen_Refused(t *testing.T) {
 // directory holds the archive alone; ranges from and past the end read nothing; a key
 // that would leave the directory is refused and writes nothing.
 func TestFileBucket_AtomicAndBounds(t *testing.T) {
-	dir := t.TempDir()
-	b, err := Open(t.Context(), "file://"+dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	src := filepath.Join(t.TempDir(), "a")
-	data := []byte("0123456789")
-	if err := os.WriteFile(src, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(data)
-	if err := b.Upload(t.Context(), b.Key("g"), src, 10, hex.EncodeToString(sum[:])); err != nil {
+	b, dir := openTestDir(t)
+	src, sum := sourceFile(t, []byte("0123456789"))
+	if err := b.Upload(t.Context(), b.Key("g"), src, 10, sum); err != nil {
 		t.Fatal(err)
 	}
 	if names, _ := os.ReadDir(dir); len(names) != 1 || names[0].Name() != "g.tar.gz" {
@@ -136,18 +165,12 @@ func TestFileBucket_AtomicAndBounds(t *testing.T) {
 		off, n int64
 		want   string
 	}{{0, -1, "0123456789"}, {7, -1, "789"}, {10, -1, ""}, {12, 3, ""}, {8, 5, "89"}, {3, 0, ""}} {
-		rc, err := b.RangeReader(t.Context(), b.Key("g"), c.off, c.n)
-		if err != nil {
-			t.Fatalf("range %d+%d: %v", c.off, c.n, err)
-		}
-		got, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil || string(got) != c.want {
-			t.Errorf("range %d+%d = %q, %v; want %q", c.off, c.n, got, err, c.want)
+		if got := readRange(t, b, b.Key("g"), c.off, c.n); string(got) != c.want {
+			t.Errorf("range %d+%d = %q, want %q", c.off, c.n, got, c.want)
 		}
 	}
 	outside := filepath.Join(filepath.Dir(dir), "escaped.tar.gz")
-	if err := b.Upload(t.Context(), "../escaped.tar.gz", src, 10, hex.EncodeToString(sum[:])); err == nil {
+	if err := b.Upload(t.Context(), "../escaped.tar.gz", src, 10, sum); err == nil {
 		t.Errorf("an upload to ../escaped.tar.gz succeeded")
 	}
 	if _, err := os.Stat(outside); err == nil {

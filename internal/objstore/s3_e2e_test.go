@@ -4,15 +4,11 @@ package objstore
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,26 +34,8 @@ func randomFile(t *testing.T, n int) (string, []byte, string) {
 	t.Helper()
 	data := make([]byte, n)
 	rand.Read(data)
-	p := filepath.Join(t.TempDir(), "archive.tar.gz")
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(data)
-	return p, data, hex.EncodeToString(sum[:])
-}
-
-func readRange(t *testing.T, b *Bucket, key string, off, n int64) []byte {
-	t.Helper()
-	rc, err := b.RangeReader(t.Context(), key, off, n)
-	if err != nil {
-		t.Fatalf("range %d+%d: %v", off, n, err)
-	}
-	defer rc.Close()
-	got, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatalf("range %d+%d: %v", off, n, err)
-	}
-	return got
+	p, sum := sourceFile(t, data)
+	return p, data, sum
 }
 
 // An archive larger than a part goes up in parts (three, in flight together) and comes

@@ -27,7 +27,7 @@ import (
 const codeBusy = "BUSY"
 
 // dispatch runs a tools/call on its own goroutine, or answers BUSY at once.
-func (s *Session) dispatch(m rpcMessage, id string, params map[string]json.RawMessage, line []byte) {
+func (s *Session) dispatch(m rpcMessage, id string, line []byte) {
 	tc := toolCallOf(m.Params)
 	name := tc.Name
 	wait := s.cfg.MayWait(name, members(tc.Arguments))

@@ -304,7 +304,7 @@ func (s *Session) Handle(line []byte) []byte {
 	}
 	switch {
 	case m.Method == "tools/call":
-		s.dispatch(m, id, params, line)
+		s.dispatch(m, id, line)
 		return nil
 	case s.cfg.Tasks != nil && (m.Method == "tasks/get" || m.Method == "tasks/update" || m.Method == "tasks/cancel"):
 		// (tasks/list and tasks/result, of the older revision, go on to mcp-go, which refuses them.)

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 )
 
@@ -40,7 +39,8 @@ func init() {
 	metav1.AddToGroupVersion(kubeScheme, schema.GroupVersion{Version: "v1"})
 }
 
-// client is a namespace's Jobs and pods.
+// client is a namespace's Jobs and pods. The informers (run.go) list and watch through
+// core and batch with client-go's own list-watch.
 type client struct {
 	core, batch rest.Interface
 	ns          string
@@ -96,12 +96,6 @@ func (c *client) listJobs(ctx context.Context, opts metav1.ListOptions) (*batchv
 	return out, err
 }
 
-func (c *client) watchJobs(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	opts.Watch = true
-	return c.batch.Get().Namespace(c.ns).Resource("jobs").
-		VersionedParams(&opts, parameterCodec).Watch(ctx)
-}
-
 func (c *client) deleteJob(ctx context.Context, name string, opts metav1.DeleteOptions) error {
 	return c.batch.Delete().Namespace(c.ns).Resource("jobs").Name(name).Body(&opts).Do(ctx).Error()
 }
@@ -111,12 +105,6 @@ func (c *client) listPods(ctx context.Context, opts metav1.ListOptions) (*corev1
 	err := c.core.Get().Namespace(c.ns).Resource("pods").
 		VersionedParams(&opts, parameterCodec).Do(ctx).Into(out)
 	return out, err
-}
-
-func (c *client) watchPods(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	opts.Watch = true
-	return c.core.Get().Namespace(c.ns).Resource("pods").
-		VersionedParams(&opts, parameterCodec).Watch(ctx)
 }
 
 func (c *client) deletePods(ctx context.Context, opts metav1.DeleteOptions, list metav1.ListOptions) error {

@@ -23,8 +23,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -98,28 +96,16 @@ func (x *Executor) watching(ctx context.Context) (*watcher, error) {
 	}
 	x.watchOnce.Do(func() {
 		selector := labels.Set{LabelWorkspace: labelValue(x.cfg.Workspace)}.String()
-		labelled := func(o metav1.ListOptions) metav1.ListOptions { o.LabelSelector = selector; return o }
-		jobs := cache.NewSharedIndexInformer(&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return x.client.listJobs(ctx, labelled(o))
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return x.client.watchJobs(ctx, labelled(o))
-			},
-		}, &batchv1.Job{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-		pods := cache.NewSharedIndexInformer(&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return x.client.listPods(ctx, labelled(o))
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return x.client.watchPods(ctx, labelled(o))
-			},
-		}, &corev1.Pod{}, 0, cache.Indexers{jobIndex: func(obj any) ([]string, error) {
-			if p, ok := obj.(*corev1.Pod); ok {
-				return []string{p.Labels[jobNameLabel]}, nil
-			}
-			return nil, nil
-		}})
+		labelled := func(o *metav1.ListOptions) { o.LabelSelector = selector }
+		jobs := cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(x.client.batch, "jobs", x.ns, labelled),
+			&batchv1.Job{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		pods := cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(x.client.core, "pods", x.ns, labelled),
+			&corev1.Pod{}, 0, cache.Indexers{jobIndex: func(obj any) ([]string, error) {
+				if p, ok := obj.(*corev1.Pod); ok {
+					return []string{p.Labels[jobNameLabel]}, nil
+				}
+				return nil, nil
+			}})
 		w := &watcher{namespace: x.ns, informers: [2]cache.SharedIndexInformer{jobs, pods}, stopCh: make(chan struct{})}
 		h := cache.ResourceEventHandlerFuncs{AddFunc: x.changed, UpdateFunc: func(_, o any) { x.changed(o) }, DeleteFunc: x.changed}
 		jobs.AddEventHandler(h)
