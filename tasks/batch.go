@@ -5,8 +5,7 @@ import "sync"
 // batchQueue is an unbounded queue that one goroutine drains a batch at a time: push never
 // blocks (the engine queues with e.mu held, so it must not wait on the drainer), and take
 // hands over everything queued so far at once, so the drainer pays its cost (a
-// transaction, a round of file creations) once per batch, not once per item. The writer's
-// queue and the log preparer's are both one.
+// transaction) once per batch, not once per item. The writer's queue is one.
 type batchQueue[T any] struct {
 	mu     sync.Mutex
 	items  []T

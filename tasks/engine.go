@@ -27,7 +27,6 @@ package tasks
 //	process.go   one attempt as a process: spawn, timeout, stop, reap, outcome
 //	logpipe.go   the pipe of an attempt's output and its pump, which moves it into the log
 //	writer.go    the write queue and the writer, the goroutine that commits it to the store
-//	prelog.go    task logs created ahead of their starts, by the preparer's goroutine
 //	loop.go      the loop type the watcher, the lease and the spooler run on
 //	cancel.go    Cancel, of this runner's graphs and (via the store) of others'
 //	remote.go    what reaches this runner through the store: cancel requests, reconcile,
@@ -155,7 +154,7 @@ const DefaultRetention = 7 * 24 * time.Hour
 // taken before mu.
 //
 // Goroutines: each background loop is a value that owns its goroutine and its Close
-// (writer, preparer, watcher, lease, spooler; the archiver's use), and Close closes them
+// (writer, watcher, lease, spooler; the archiver's use), and Close closes them
 // in order. Besides them, two WaitGroups count work Close waits for:
 //   - waiters counts task attempts from the moment scheduleLocked takes their slot until
 //     wait has reaped the process and its output's pump has ended (or start gave up):
@@ -191,7 +190,6 @@ type Engine struct {
 	remoteUsed atomic.Bool
 
 	writer   *writer      // commits the write queue to the store (writer.go)
-	preparer *preparer    // creates logs ahead of their tasks (prelog.go)
 	watcher  *loop        // watchLoop: cancel requests, reconciling, expiry (remote.go)
 	lease    lease        // renews the runner's lease (lease.go)
 	spooler  *spooler     // archives finished graphs (remote.go, spool.go)
@@ -262,7 +260,6 @@ func NewEngine(cfg Config) *Engine {
 	e.remoteCtx, e.remoteStop = context.WithCancel(context.Background())
 	e.archiver = acquireArchiver() // let go of at the end of Close
 	e.writer = startWriter(e)
-	e.preparer = startPreparer()
 	e.watcher = startLoop(e.watchLoop)
 	e.lease.loop = startLoop(e.leaseLoop)
 	if cfg.ArtifactsDir != "" {
@@ -295,12 +292,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.watcher.Close()
 	e.lease.Close()
 	e.spooler.Close()
-	// Nothing queues logs to prepare from here on: the preparer finishes what is queued
-	// while the writer finishes, and the writer writes everything queued (or, past the
-	// deadline, saves it for the next runner).
-	e.preparer.stop()
+	// The writer writes everything queued (or, past the deadline, saves it for the next
+	// runner).
 	e.writer.Close(ctx)
-	e.preparer.Close()
 	// Everything is written: every wait ends, with what is recorded.
 	e.changes.closeAll()
 	e.finishes.closeAll()

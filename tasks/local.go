@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -108,27 +109,33 @@ func (l *LocalExecutor) Start(_ context.Context, a Attempt) (Placement, error) {
 	return r.place, nil
 }
 
-// spawn opens the log, starts the command with the write end of a pipe as its stdout and
-// stderr, and starts the pump that moves the pipe into the log. It fails, and nothing is
-// left open, or returns all of them and where the attempt's output starts in the log.
+// spawn starts the command with the write end of a pipe as its stdout and stderr, and
+// starts the pump that moves the pipe into the log. The log itself is opened by the pump
+// when the first output arrives (lazyLog): a task that prints nothing, as many steps of a
+// build do, costs no file, and creating one is most of what starting a short task costs
+// the server on a busy file system (issue 29). A retry's marker (a.Header) is written at
+// once, so its log is opened here. It fails, and nothing is left open, or returns the
+// command, the pump and where the attempt's output starts in the log.
 func (l *LocalExecutor) spawn(a Attempt) (*exec.Cmd, *pump, int64, error) {
-	logFile, err := openLog(a.Log)
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("cannot open the log: %v", err)
-	}
+	log := &lazyLog{path: a.Log}
 	if a.Header != "" {
+		f, err := openLog(a.Log)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("cannot open the log: %v", err)
+		}
 		// A marker that does not fit (a full disk) is left out: the pump meets the same
 		// fault at the task's first write, and the record says so then.
-		io.WriteString(logFile, a.Header)
+		io.WriteString(f, a.Header)
+		log.f = f
 	}
-	base, err := logFile.Seek(0, io.SeekCurrent)
+	base, err := log.end()
 	if err != nil {
-		logFile.Close()
+		log.close()
 		return nil, nil, 0, fmt.Errorf("cannot open the log: %v", err)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		logFile.Close()
+		log.close()
 		return nil, nil, 0, fmt.Errorf("cannot create the pipe for its output: %v", err)
 	}
 	cmd, err := l.startCommand(a, w)
@@ -137,10 +144,10 @@ func (l *LocalExecutor) spawn(a Attempt) (*exec.Cmd, *pump, int64, error) {
 	w.Close()
 	if err != nil {
 		r.Close()
-		logFile.Close()
+		log.close()
 		return nil, nil, 0, err
 	}
-	return cmd, startPump(r, logFile), base, nil
+	return cmd, startPump(r, log), base, nil
 }
 
 // openLog opens a task's log for writing at its end, creating it if need be. Not with
@@ -365,21 +372,17 @@ func (l *LocalExecutor) Attach(ctx context.Context, id AttemptID, offset int64) 
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(r.log)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := f.Seek(r.base+offset, io.SeekStart); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &fileFollower{ctx: ctx, f: f, done: r.done}, nil
+	return &fileFollower{ctx: ctx, path: r.log, at: r.base + offset, done: r.done}, nil
 }
 
 // fileFollower reads a file that a process is still writing, until the process has ended
-// (done) and the file's end is reached.
+// (done) and the file's end is reached. The file is opened at its first read that finds
+// it: a log is created with the attempt's first output (lazyLog), and until then, or for
+// good, there is nothing to read.
 type fileFollower struct {
 	ctx  context.Context
+	path string
+	at   int64 // where the first read starts
 	f    *os.File
 	done <-chan struct{}
 }
@@ -389,13 +392,18 @@ const followPoll = 50 * time.Millisecond
 
 func (r *fileFollower) Read(b []byte) (int, error) {
 	for {
-		n, err := r.f.Read(b)
-		if n > 0 || err != io.EOF {
+		ended := false
+		select {
+		case <-r.done:
+			ended = true // looked at before the read: what it finds then is all there is
+		default:
+		}
+		n, err := r.read(b)
+		if n > 0 || err != io.EOF || ended {
 			return n, err
 		}
 		select {
 		case <-r.done:
-			return r.f.Read(b) // whatever came last; then io.EOF
 		case <-r.ctx.Done():
 			return 0, r.ctx.Err()
 		case <-time.After(followPoll):
@@ -403,4 +411,29 @@ func (r *fileFollower) Read(b []byte) (int, error) {
 	}
 }
 
-func (r *fileFollower) Close() error { return r.f.Close() }
+// read reads from the file, opening it first if it has not been; a file not there yet
+// reads as its end.
+func (r *fileFollower) read(b []byte) (int, error) {
+	if r.f == nil {
+		f, err := os.Open(r.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, io.EOF
+		}
+		if err != nil {
+			return 0, err
+		}
+		if _, err := f.Seek(r.at, io.SeekStart); err != nil {
+			f.Close()
+			return 0, err
+		}
+		r.f = f
+	}
+	return r.f.Read(b)
+}
+
+func (r *fileFollower) Close() error {
+	if r.f == nil {
+		return nil
+	}
+	return r.f.Close()
+}

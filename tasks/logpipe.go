@@ -17,6 +17,9 @@ package tasks
 // write to its log used to pay, is the server's now: about as much CPU as the task saves
 // (BenchmarkLoudTask reports both).
 //
+// The log file is opened, and created if need be, when the first output arrives (lazyLog):
+// a task that prints nothing has no log file, which readers take as an empty log.
+//
 // Lifetime: spawn creates the pipe, starts the command with the write end and closes its
 // own copy at once, so the pipe reaches end of file when the last process holding it is
 // gone; the pump starts then. wait finishes the pump before the attempt is recorded ended
@@ -40,7 +43,9 @@ package tasks
 //     loss. The record of the attempt says what happened (logFault).
 
 import (
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 )
@@ -57,16 +62,16 @@ const pumpGrace = 250 * time.Millisecond
 // pump moves one attempt's output from its pipe into its log.
 type pump struct {
 	r    *os.File      // the read end of the attempt's output pipe
-	log  *os.File      // the log, positioned at its end
+	log  *lazyLog      // the log, opened at its end when the first output arrives
 	done chan struct{} // closed once run has closed r and log
 
 	// Set by run before done is closed.
-	fault error // the write to the log that failed, if one did
+	fault error // the write to the log that failed (or its creation), if one did
 	cut   bool  // the grace ran out before end of file: a process still held the pipe
 }
 
 // startPump starts moving r into log; the pump owns both from now on and closes them.
-func startPump(r, log *os.File) *pump {
+func startPump(r *os.File, log *lazyLog) *pump {
 	p := &pump{r: r, log: log, done: make(chan struct{})}
 	go p.run()
 	return p
@@ -76,11 +81,75 @@ func startPump(r, log *os.File) *pump {
 // the log, then closes the read end (a writer left gets EPIPE or SIGPIPE) and the log.
 func (p *pump) run() {
 	defer close(p.done)
-	fault, err := copyOut(p.log, p.r)
+	fault, err := p.copy()
 	p.fault = fault
 	p.cut = fault == nil && err != nil // the deadline: nothing else ends a read of a pipe early
 	p.r.Close()
-	p.log.Close()
+	p.log.close()
+}
+
+// copy opens the log once the first output has arrived, writes that output, and moves
+// the rest with copyOut. A pipe that ends with nothing in it leaves the log as it was.
+func (p *pump) copy() (fault, err error) {
+	if p.log.f == nil {
+		first := make([]byte, 4096)
+		n, err := p.r.Read(first)
+		if n == 0 {
+			if errors.Is(err, io.EOF) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		f, ferr := p.log.open()
+		if ferr != nil {
+			return ferr, nil
+		}
+		if _, ferr := f.Write(first[:n]); ferr != nil {
+			return ferr, nil
+		}
+	}
+	return copyOut(p.log.f, p.r)
+}
+
+// lazyLog is an attempt's log, opened for writing at its end (and created if need be) by
+// open, not before.
+type lazyLog struct {
+	path string
+	f    *os.File // nil until opened
+}
+
+// open opens the log if it is not open yet.
+func (l *lazyLog) open() (*os.File, error) {
+	if l.f == nil {
+		f, err := openLog(l.path)
+		if err != nil {
+			return nil, err
+		}
+		l.f = f
+	}
+	return l.f, nil
+}
+
+// end returns where the log ends now: its size, 0 while there is none.
+func (l *lazyLog) end() (int64, error) {
+	if l.f != nil {
+		return l.f.Seek(0, io.SeekCurrent)
+	}
+	fi, err := os.Stat(l.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// close closes the log if it was opened.
+func (l *lazyLog) close() {
+	if l.f != nil {
+		l.f.Close()
+	}
 }
 
 // finish lets the pump drain the pipe until end of file, for at most grace, and waits until

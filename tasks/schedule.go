@@ -22,7 +22,6 @@ type graph struct {
 	readyPods  []*task // the same for remote tasks, which wait for a pod slot instead (Config.MaxPods)
 	running    int
 	unfinished int
-	prepared   int // tasks whose logs are prepared and that have not started (prelog.go)
 	dirs       graphDirs
 }
 
@@ -40,7 +39,6 @@ type task struct {
 	timedOut     bool
 	starting     bool // its slot is taken and its process is being started
 	deferrals    int  // starts of a remote attempt put off because the cluster did not answer
-	logPrepared  bool // its log is queued to be created ahead of its start (prelog.go)
 }
 
 // queueOf is the ready queue t waits in: local tasks wait for the runner's slots, remote
@@ -89,7 +87,6 @@ func (e *Engine) scheduleLocked() []launch {
 		return nil
 	}
 	for _, g := range e.order {
-		first := len(out)
 		for len(g.ready) > 0 && g.running < g.row.MaxParallel && (e.running < e.cfg.MaxParallel || g.running == 0) {
 			t := g.ready[0]
 			g.ready = g.ready[1:]
@@ -103,13 +100,6 @@ func (e *Engine) scheduleLocked() []launch {
 			g.readyPods = g.readyPods[1:]
 			e.pods++
 			out = append(out, e.pickLocked(g, t))
-		}
-		if len(out) > first {
-			starting := make([]*task, 0, len(out)-first)
-			for _, l := range out[first:] {
-				starting = append(starting, l.t)
-			}
-			e.prepareLogsLocked(g, starting)
 		}
 		// No early exit when the cap is reached: a later graph with nothing running may
 		// still start its one task.
@@ -142,7 +132,6 @@ func (e *Engine) pickLocked(g *graph, t *task) launch {
 	g.running++
 	e.waiters.Add(1) // Close waits for the start and the wait that follows
 	e.sendLocked(t)
-	e.unprepareLocked(g, t)
 	return launch{g: g, t: t}
 }
 
@@ -183,8 +172,6 @@ func (e *Engine) notStarted(g *graph, t *task) {
 	e.releaseSlotLocked(g, t)
 	t.row.Attempt--
 	if t.row.Attempt == 0 {
-		// Its log may have been prepared (prelog.go): with attempt 0, that empty file
-		// reads as no log.
 		t.row.StartedAt = nil
 	}
 	e.finishLocked(g, t, outcome{state: Cancelled, code: CodeRunnerShutdown, message: "the server shut down before the task started"})

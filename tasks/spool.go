@@ -225,10 +225,15 @@ func (e *Engine) archive(ctx context.Context, snap Snapshot) (store.Artifact, er
 		// The manifest comes first in the archive and holds each log's sha256, so the logs
 		// are hashed before they are compressed (from the page cache the second time).
 		size, sum, err := archive.HashFile(path)
+		if errors.Is(err, fs.ErrNotExist) && t.Attempt > 0 {
+			// It started and wrote nothing: a log file is created with the first output
+			// (lazyLog), and its log is the empty one.
+			size, sum, err = 0, archive.EmptySHA256, nil
+		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist), err == nil && size == 0 && t.Attempt == 0:
-			// A task that never started has no log, even if one was created for it ahead
-			// of a start that did not come (prelog.go).
+			// A task that never started has no log, even if an empty file was left for it
+			// (earlier builds created logs ahead of the starts, which may not come).
 		case err != nil:
 			return store.Artifact{}, err
 		default:

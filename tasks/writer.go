@@ -80,9 +80,6 @@ const maxBatch = 4096
 // sendLocked queues t's current state for the store. Called with e.mu held, so the queue
 // holds every task's changes in the order they happened.
 func (e *Engine) sendLocked(t *task) {
-	if t.logPrepared && t.row.Attempt == 0 && State(t.row.Status).Terminal() {
-		e.unprepareLocked(e.graphs[t.row.GraphID], t) // it ended without starting
-	}
 	e.writer.queue.push(writeItem{update: &store.TaskUpdate{GraphID: t.row.GraphID, TaskID: t.row.ID, TaskState: t.row.TaskState}})
 }
 

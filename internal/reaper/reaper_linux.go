@@ -23,6 +23,14 @@ import (
 // os.FindProcess never waited for) closes the pidfd without a SIGCHLD to say so.
 const retryAfter = time.Second
 
+// minRoundGap spaces the rounds. A round reads every thread's children in /proc and, when
+// a zombie is among them, every open descriptor; a runner of short tasks gets a SIGCHLD
+// for each of them, hundreds a second, nearly all for children their own Cmd.Wait
+// collects, and a round for each cost a fifth of a millisecond of a task's start (issue
+// 29). The signals of a gap are answered by one round at its end: an orphan waits that
+// much longer, and Collect is there for a caller that cannot wait.
+const minRoundGap = 100 * time.Millisecond
+
 // The one reaper of the process, shared by every Start: the last stop ends it.
 var (
 	mu    sync.Mutex
@@ -89,6 +97,13 @@ func loop(sig chan os.Signal, quit, done chan struct{}) {
 		}
 		if reap() {
 			retry.Reset(retryAfter)
+		}
+		gap := time.NewTimer(minRoundGap)
+		select {
+		case <-gap.C:
+		case <-quit:
+			gap.Stop()
+			return // release reaps once more
 		}
 	}
 }

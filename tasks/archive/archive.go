@@ -47,9 +47,12 @@ func LogEntry(taskID string) string { return "logs/" + taskID + ".log" }
 // is cut at it.
 type Log struct {
 	TaskID string
-	Path   string
+	Path   string // need not exist when Size is 0: a log never created is an empty one
 	Size   int64
 }
+
+// EmptySHA256 is the hex sha256 of an empty log, which HashFile gives an empty file.
+var EmptySHA256 = func() string { h := sha256.Sum256(nil); return hex.EncodeToString(h[:]) }()
 
 // Request is what Write writes: Manifest (manifest.json, the first entry), then Logs in
 // order, every entry dated MTime, as Final, by way of a temporary file in Final's

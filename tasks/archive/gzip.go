@@ -3,9 +3,12 @@ package archive
 import (
 	"archive/tar"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/klauspost/compress/flate"
@@ -128,12 +131,16 @@ func (m *memberWriter) levelFor(sample []byte) (int, error) {
 // level its start calls for. With at (Request.Index) the log starts a member of its own,
 // before its header, and at records where: out counts the archive's bytes.
 func copyLog(ctx context.Context, tw *tar.Writer, mw *memberWriter, name, path string, size int64, mtime time.Time, out *countingWriter, at *LogIndex) error {
-	f, err := os.Open(path)
-	if err != nil {
+	var src io.Reader = strings.NewReader("")
+	switch f, err := os.Open(path); {
+	case err == nil:
+		defer f.Close()
+		src = f
+	case size == 0 && errors.Is(err, fs.ErrNotExist): // a log never created (Log.Path)
+	default:
 		return err
 	}
-	defer f.Close()
-	r := ctxReader{ctx, io.LimitReader(f, size)}
+	r := ctxReader{ctx, io.LimitReader(src, size)}
 	if mw.buf == nil {
 		mw.buf = make([]byte, sampleBytes)
 	}

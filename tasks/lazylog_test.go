@@ -5,41 +5,102 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-// A task's log is created ahead of its start (prelog.go), and stays when the task never
-// starts (a removal could take the log of a peer that adopted the graph), but a task that
-// never started has no log all the same: tasks_status, the CLI's logs and the graph's
-// archive show it exactly as they show a task whose log was never prepared.
+// A task's log file is created with its first output: a task that prints nothing leaves
+// no file and reads as an empty log; one that prints later has no file until it does, and
+// then all it printed; a retry's marker creates the file before the attempt prints.
+func TestEngine_LogCreatedWithFirstOutput(t *testing.T) {
+	te := newTestEngine(t)
+	gate := filepath.Join(te.dir, "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sub := te.submit(t, Spec{Tasks: []TaskSpec{
+		tsk("silent", "true"),
+		tsk("silentShell", "x=1; test $x = 1"),
+		tsk("late", "read x < "+gate+"; echo late"),
+		{ID: "retried", Command: "exit 1", Retries: 1},
+	}})
+	lateLog := te.e.LogPath(sub.Graph.ID, "late")
+	te.waitStatus(t, sub.Graph.ID, "late", Running)
+	te.waitStatus(t, sub.Graph.ID, "silent", Succeeded)
+	if _, err := os.Stat(lateLog); !os.IsNotExist(err) {
+		t.Errorf("late's log exists before late printed anything (%v)", err)
+	}
+	f, err := os.OpenFile(gate, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("go\n")
+	f.Close()
+	tasks := te.waitDone(t, sub.Graph.ID)
+	wantState(t, tasks, "silent", Succeeded, "")
+	wantState(t, tasks, "silentShell", Succeeded, "")
+	wantState(t, tasks, "late", Succeeded, "")
+	wantState(t, tasks, "retried", Failed, CodeExitNonzero)
+	for _, id := range []string{"silent", "silentShell"} {
+		if _, err := os.Stat(te.e.LogPath(sub.Graph.ID, id)); !os.IsNotExist(err) {
+			t.Errorf("%s printed nothing, but has a log file (%v)", id, err)
+		}
+	}
+	if b, err := os.ReadFile(lateLog); err != nil || string(b) != "late\n" {
+		t.Errorf("late's log = %q, %v; want \"late\\n\"", b, err)
+	}
+	if b, err := os.ReadFile(te.e.LogPath(sub.Graph.ID, "retried")); err != nil || !strings.Contains(string(b), "attempt 2 of 2") {
+		t.Errorf("retried's log = %q, %v; want the second attempt's marker", b, err)
+	}
+	snap, err := te.e.Snapshot(t.Context(), sub.Graph.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := te.e.Status(t.Context(), snap, StatusQuery{TaskIDs: []string{"silent"}, Log: LogQuery{Tail: DefaultLogTail}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := rep.Tasks[0].Log; l == nil || l.Text != "" || !l.EOF {
+		t.Errorf("silent's log in tasks_status = %+v, want an empty one", l)
+	}
+}
+
+// A task that never started has no log, even when an empty file is there for it (earlier
+// builds created logs ahead of the starts, and a start may not come): tasks_status, the
+// CLI's logs and the graph's archive show it exactly as they show a task without a file.
 func TestEngine_TaskThatNeverStartedHasNoLog(t *testing.T) {
 	te := newTestEngine(t, func(c *Config) { c.ArtifactsDir = c.Workspace.ArtifactsDir })
-	// When a starts, b and d (whose only dependency runs) have their logs prepared, c
-	// (whose dependency does not run) not; a fails, so the three are skipped.
+	gate := filepath.Join(te.dir, "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// a fails once b and d have their empty files; the three are skipped.
 	sub := te.submit(t, Spec{Tasks: []TaskSpec{
-		tsk("a", "echo failing; exit 3"), tsk("b", "echo b", "a"), tsk("c", "echo c", "b"), tsk("d", "echo d", "a"),
+		tsk("a", "read x < "+gate+"; echo failing; exit 3"), tsk("b", "echo b", "a"), tsk("c", "echo c", "b"), tsk("d", "echo d", "a"),
 	}})
+	for _, id := range []string{"b", "d"} {
+		if err := os.WriteFile(te.e.LogPath(sub.Graph.ID, id), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.OpenFile(gate, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("go\n")
+	f.Close()
 	tasks := te.waitDone(t, sub.Graph.ID)
 	wantState(t, tasks, "a", Failed, CodeExitNonzero)
 	for _, id := range []string{"b", "c", "d"} {
 		wantState(t, tasks, id, Skipped, CodeUpstreamFailed)
 	}
-	// Close finishes the work queued for the logs, then archives the graph.
+	// Close archives the graph.
 	ctx, cancel := context.WithTimeout(t.Context(), testWait)
 	defer cancel()
 	if err := te.e.Close(ctx); err != nil {
 		t.Fatal(err)
-	}
-	// The preparer did its work: without it this test would show nothing.
-	for _, id := range []string{"b", "d"} {
-		if fi, err := os.Stat(te.e.LogPath(sub.Graph.ID, id)); err != nil || fi.Size() != 0 {
-			t.Errorf("task %s's log was not prepared (an empty file): %v", id, err)
-		}
-	}
-	if _, err := os.Stat(te.e.LogPath(sub.Graph.ID, "c")); !os.IsNotExist(err) {
-		t.Errorf("task c's log was prepared, though its dependency never ran (%v)", err)
 	}
 
 	snap, err := te.e.Snapshot(t.Context(), sub.Graph.ID)
@@ -67,7 +128,7 @@ func TestEngine_TaskThatNeverStartedHasNoLog(t *testing.T) {
 		}
 		for _, id := range []string{"b", "d"} {
 			if diff := cmp.Diff(logs["c"], logs[id]); diff != "" {
-				t.Errorf("tasks_status shows the prepared log of %s otherwise than a log never prepared (-never +prepared):\n%s", id, diff)
+				t.Errorf("tasks_status shows the empty file of %s otherwise than no file (-none +empty):\n%s", id, diff)
 			}
 		}
 	}
@@ -94,8 +155,9 @@ func TestEngine_TaskThatNeverStartedHasNoLog(t *testing.T) {
 	}
 }
 
-// An empty log left for a task that never started (a graph adopted by another runner
-// keeps the logs this one prepared) is not archived as the task's log.
+// An empty log file left for a task that never started is not archived as the task's log;
+// a task that ran and wrote nothing, whose log file was never created, is archived with
+// an empty log.
 func TestSpool_EmptyLogOfTaskThatNeverStartedIsNoLog(t *testing.T) {
 	// No ArtifactsDir while the graph runs, so that only the spool below archives it.
 	te := newTestEngine(t)
@@ -126,9 +188,9 @@ func TestSpool_EmptyLogOfTaskThatNeverStartedIsNoLog(t *testing.T) {
 	}
 }
 
-// A runner that lets go of a graph a peer adopted (forgetLocked) must leave the logs it
-// prepared for that graph alone: the peer may have started the task, opened the log (it
-// found the prepared file) and not written to it yet.
+// A runner that lets go of a graph a peer adopted (forgetLocked) must leave the logs of
+// that graph alone: the peer may have started a task, opened its log and not written to
+// it yet.
 func TestEngine_LettingGoOfAnAdoptedGraphKeepsTheAdoptersLog(t *testing.T) {
 	te := newTestEngine(t)
 	pidFile := filepath.Join(te.dir, "pid")
@@ -138,9 +200,8 @@ func TestEngine_LettingGoOfAnAdoptedGraphKeepsTheAdoptersLog(t *testing.T) {
 	te.waitStatus(t, sub.Graph.ID, "run", Running)
 	waitForPid(t, pidFile)
 	xlog := te.e.LogPath(sub.Graph.ID, "x")
-	waitFile(t, xlog) // prepared when run started
 	te.adoptAsPeer(t, te.e.RunnerID())
-	// The peer starts x as spawn does: its open finds the prepared file.
+	// The peer starts x and opens its log, as the pump of a task that printed does.
 	peerLog, err := openLog(xlog)
 	if err != nil {
 		t.Fatal(err)
