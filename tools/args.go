@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -27,6 +28,7 @@ import (
 // handlers clamp it to the argument's maximum) rather than being refused.
 func decodeArgs(tool string, req mcp.CallToolRequest, dst any) error {
 	var raw any = map[string]any{}
+	var text json.RawMessage // the arguments as sent, when they came as JSON text
 	switch a := req.GetRawArguments().(type) {
 	case nil:
 	case json.RawMessage:
@@ -36,13 +38,24 @@ func decodeArgs(tool string, req mcp.CallToolRequest, dst any) error {
 			if err := dec.Decode(&raw); err != nil {
 				return invalidf("the arguments are not valid JSON (%v); send one JSON object", err)
 			}
+			text = a
 		}
 	default:
 		raw = a
 	}
-	checked, err := checkValue(raw, reflect.TypeOf(dst).Elem(), "", tool)
+	c := argCheck{tool: tool}
+	checked, err := c.value(raw, reflect.TypeOf(dst).Elem(), "")
 	if err != nil {
 		return err
+	}
+	if text != nil && !c.altered {
+		// The check passed every value as it was sent: the text decodes as it stands,
+		// without writing the checked values out again first (for a tasks_run of
+		// 100,000 tasks, a copy of megabytes and its garbage: issue 29).
+		if err := json.Unmarshal(text, dst); err != nil {
+			return invalidf("the arguments cannot be read (%v); send one JSON object", err)
+		}
+		return nil
 	}
 	b, err := json.Marshal(checked)
 	if err != nil {
@@ -54,10 +67,17 @@ func decodeArgs(tool string, req mcp.CallToolRequest, dst any) error {
 	return nil
 }
 
-// checkValue checks a decoded JSON value against the Go type it will be decoded into and
+// argCheck is one check of a tool call's arguments (decodeArgs): the tool they are for, and
+// whether the check changed a value (an integer it saturated or wrote otherwise).
+type argCheck struct {
+	tool    string
+	altered bool
+}
+
+// value checks a decoded JSON value against the Go type it will be decoded into and
 // returns it, with integers too large for 64 bits saturated. path names the value in
-// messages ("" for the arguments themselves); tool names the tool they are for.
-func checkValue(v any, t reflect.Type, path, tool string) (any, error) {
+// messages ("" for the arguments themselves).
+func (c *argCheck) value(v any, t reflect.Type, path string) (any, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -80,13 +100,13 @@ func checkValue(v any, t reflect.Type, path, tool string) (any, error) {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			ft, ok := fields[k]
 			if !ok {
-				return nil, unknownField(path, tool, k, t)
+				return nil, unknownField(path, c.tool, k, t)
 			}
-			c, err := checkValue(m[k], ft, join(path, k), tool)
+			checked, err := c.value(m[k], ft, join(path, k))
 			if err != nil {
 				return nil, err
 			}
-			m[k] = c
+			m[k] = checked
 		}
 		return m, nil
 	case reflect.Slice:
@@ -95,11 +115,11 @@ func checkValue(v any, t reflect.Type, path, tool string) (any, error) {
 			return nil, invalidf("%s must be an array, not %s", path, describe(v))
 		}
 		for i := range list {
-			c, err := checkValue(list[i], t.Elem(), fmt.Sprintf("%s[%d]", path, i), tool)
+			checked, err := c.value(list[i], t.Elem(), path+"["+strconv.Itoa(i)+"]")
 			if err != nil {
 				return nil, err
 			}
-			list[i] = c
+			list[i] = checked
 		}
 		return list, nil
 	case reflect.Map:
@@ -108,11 +128,11 @@ func checkValue(v any, t reflect.Type, path, tool string) (any, error) {
 			return nil, invalidf("%s must be an object, not %s", path, describe(v))
 		}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
-			c, err := checkValue(m[k], t.Elem(), path+"."+k, tool)
+			checked, err := c.value(m[k], t.Elem(), path+"."+k)
 			if err != nil {
 				return nil, err
 			}
-			m[k] = c
+			m[k] = checked
 		}
 		return m, nil
 	case reflect.String:
@@ -127,6 +147,9 @@ func checkValue(v any, t reflect.Type, path, tool string) (any, error) {
 		n, ok := wholeNumber(v)
 		if !ok {
 			return nil, invalidf("%s must be an integer, not %s", path, describe(v))
+		}
+		if sent, isNumber := v.(json.Number); !isNumber || sent != n {
+			c.altered = true // 1e300, or 5.0: not as an integer field decodes it
 		}
 		return n, nil
 	}
@@ -210,8 +233,20 @@ func unknownField(path, tool, name string, t reflect.Type) error {
 }
 
 // jsonFields maps the JSON names of a struct's fields, those of embedded structs
-// included, to their types.
+// included, to their types. The map is made once per type and shared: it is looked up
+// for every object of every call (each task of a tasks_run), and must not be changed.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldsOfType.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m, _ := fieldsOfType.LoadOrStore(t, readJSONFields(t))
+	return m.(map[string]reflect.Type)
+}
+
+// fieldsOfType holds jsonFields' maps by type.
+var fieldsOfType sync.Map
+
+func readJSONFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)

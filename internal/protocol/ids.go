@@ -130,28 +130,125 @@ func exactly(name string) func(string) bool {
 // memberSpan returns where the value of the member of the JSON object msg whose name
 // match takes starts and ends; of several, the last, as encoding/json takes. ok is false
 // when msg is no object or has no such member.
+//
+// msg is valid JSON: every line it is called on was decoded whole before (Session.Handle;
+// mcp-go's own output), and the spans it returns are of values within it. So it scans
+// rather than decodes: a tools/call of 100,000 tasks is a line of megabytes, and a decoder
+// copied each member's value and grew its buffer to the size of the line, for each of the
+// four spans a request takes (issue 29). On anything it does not expect it says ok false,
+// as the decoder did on bad JSON.
 func memberSpan(msg []byte, match func(string) bool) (start, end int, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(msg))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	i := skipSpace(msg, 0)
+	if i >= len(msg) || msg[i] != '{' {
 		return 0, 0, false
 	}
+	i = skipSpace(msg, i+1)
 	start, end = -1, -1
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
+	if i < len(msg) && msg[i] == '}' {
+		return 0, 0, false
+	}
+	for i < len(msg) {
+		ke, ok := skipString(msg, i)
+		if !ok {
 			return 0, 0, false
 		}
-		name, _ := t.(string)
-		var value json.RawMessage
-		if dec.Decode(&value) != nil {
+		name, ok := memberName(msg[i:ke])
+		if !ok {
+			return 0, 0, false
+		}
+		i = skipSpace(msg, ke)
+		if i >= len(msg) || msg[i] != ':' {
+			return 0, 0, false
+		}
+		vs := skipSpace(msg, i+1)
+		ve, ok := skipValue(msg, vs)
+		if !ok {
 			return 0, 0, false
 		}
 		if match(name) {
-			end = int(dec.InputOffset())
-			start = end - len(value)
+			start, end = vs, ve
+		}
+		i = skipSpace(msg, ve)
+		switch {
+		case i < len(msg) && msg[i] == ',':
+			i = skipSpace(msg, i+1)
+		case i < len(msg) && msg[i] == '}':
+			return start, end, start >= 0
+		default:
+			return 0, 0, false
 		}
 	}
-	return start, end, start >= 0
+	return 0, 0, false
+}
+
+// memberName is the name a member's quoted key spells: as it is, or, with an escape in it,
+// decoded.
+func memberName(quoted []byte) (string, bool) {
+	if bytes.IndexByte(quoted, '\\') < 0 {
+		return string(quoted[1 : len(quoted)-1]), true
+	}
+	var name string
+	return name, json.Unmarshal(quoted, &name) == nil
+}
+
+// skipSpace returns the index of the first byte from i on that is not JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the JSON string that starts at b[i].
+func skipString(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++ // the escaped byte (of \uXXXX, the u: the hex digits are plain)
+		case '"':
+			return j + 1, true
+		}
+	}
+	return 0, false
+}
+
+// skipValue returns the index just past the JSON value that starts at b[i].
+func skipValue(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e, ok := skipString(b, j)
+				if !ok {
+					return 0, false
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1, true
+				}
+			}
+		}
+		return 0, false
+	}
+	// A number, true, false or null: it ends where a separator or white space starts.
+	j := i
+	for j < len(b) && !strings.ContainsRune(",}] \t\n\r", rune(b[j])) {
+		j++
+	}
+	return j, j > i
 }
 
 // splice returns msg with msg[start:end] replaced by value.
