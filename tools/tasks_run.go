@@ -115,7 +115,7 @@ type RunResult struct {
 // asked), and records no policy.
 func (a runArgs) spec(narrow func(sandboxArgs) (sandbox.Policy, error)) (tasks.Spec, error) {
 	spec := tasks.Spec{Name: a.Name, MaxParallel: a.MaxParallel, FailFast: a.FailFast, IdempotencyKey: a.IdempotencyKey,
-		Executor: a.Executor}
+		Executor: a.Executor, Tasks: make([]tasks.TaskSpec, 0, len(a.Tasks))}
 	for i, t := range a.Tasks {
 		ts := tasks.TaskSpec{ID: t.ID, Command: t.Command, DependsOn: t.DependsOn, Cwd: t.Cwd,
 			Env: t.Env, TimeoutSec: t.TimeoutSec, Retries: t.Retries, Executor: t.Executor}
