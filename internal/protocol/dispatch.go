@@ -61,10 +61,14 @@ func (s *Session) dispatch(m rpcMessage, id string, line []byte) {
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
-		s.finish(id, c, s.serve(ctx, line))
+		resp := s.serve(ctx, line)
 		if big {
+			// Before the answer, so that what the client sees next is the server's
+			// footprint after the call, not during it.
+			line = nil
 			returnMemory()
 		}
+		s.finish(id, c, resp)
 	}()
 }
 
