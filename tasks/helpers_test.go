@@ -6,8 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -234,4 +236,25 @@ func (te *testEnv) adoptAsPeer(t *testing.T, id string) store.Runner {
 		t.Fatal(err)
 	}
 	return peer
+}
+
+// fifoGate makes a FIFO in dir for a task to wait on (`read x < gate`) and returns its path.
+func fifoGate(t *testing.T, dir string) string {
+	t.Helper()
+	gate := filepath.Join(dir, "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return gate
+}
+
+// openGate lets the task waiting on gate (fifoGate) go on.
+func openGate(t *testing.T, gate string) {
+	t.Helper()
+	f, err := os.OpenFile(gate, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("go\n")
+	f.Close()
 }

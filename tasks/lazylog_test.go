@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,10 +15,7 @@ import (
 // then all it printed; a retry's marker creates the file before the attempt prints.
 func TestEngine_LogCreatedWithFirstOutput(t *testing.T) {
 	te := newTestEngine(t)
-	gate := filepath.Join(te.dir, "gate")
-	if err := syscall.Mkfifo(gate, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	gate := fifoGate(t, te.dir)
 	sub := te.submit(t, Spec{Tasks: []TaskSpec{
 		tsk("silent", "true"),
 		tsk("silentShell", "x=1; test $x = 1"),
@@ -32,12 +28,7 @@ func TestEngine_LogCreatedWithFirstOutput(t *testing.T) {
 	if _, err := os.Stat(lateLog); !os.IsNotExist(err) {
 		t.Errorf("late's log exists before late printed anything (%v)", err)
 	}
-	f, err := os.OpenFile(gate, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString("go\n")
-	f.Close()
+	openGate(t, gate)
 	tasks := te.waitDone(t, sub.Graph.ID)
 	wantState(t, tasks, "silent", Succeeded, "")
 	wantState(t, tasks, "silentShell", Succeeded, "")
@@ -72,10 +63,7 @@ func TestEngine_LogCreatedWithFirstOutput(t *testing.T) {
 // CLI's logs and the graph's archive show it exactly as they show a task without a file.
 func TestEngine_TaskThatNeverStartedHasNoLog(t *testing.T) {
 	te := newTestEngine(t, func(c *Config) { c.ArtifactsDir = c.Workspace.ArtifactsDir })
-	gate := filepath.Join(te.dir, "gate")
-	if err := syscall.Mkfifo(gate, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	gate := fifoGate(t, te.dir)
 	// a fails once b and d have their empty files; the three are skipped.
 	sub := te.submit(t, Spec{Tasks: []TaskSpec{
 		tsk("a", "read x < "+gate+"; echo failing; exit 3"), tsk("b", "echo b", "a"), tsk("c", "echo c", "b"), tsk("d", "echo d", "a"),
@@ -85,12 +73,7 @@ func TestEngine_TaskThatNeverStartedHasNoLog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f, err := os.OpenFile(gate, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString("go\n")
-	f.Close()
+	openGate(t, gate)
 	tasks := te.waitDone(t, sub.Graph.ID)
 	wantState(t, tasks, "a", Failed, CodeExitNonzero)
 	for _, id := range []string{"b", "c", "d"} {

@@ -141,40 +141,19 @@ func running(pid int) bool {
 // skipped.
 func TestEngine_LogWriteFault(t *testing.T) {
 	te := newTestEngine(t)
-	gate := filepath.Join(te.dir, "gate")
-	if err := syscall.Mkfifo(gate, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	gate := fifoGate(t, te.dir)
 	sub := te.submit(t, Spec{Tasks: []TaskSpec{
 		tsk("gate", "read x < "+gate),
 		tsk("loud", "seq 1 10000000", "gate"),
 		tsk("dep", "echo dep", "loud"),
 		tsk("quiet", "echo quiet"),
 	}})
-	// loud's log becomes /dev/full before loud starts (after gate). The preparer may create
-	// the file meanwhile, once: then it is removed again.
-	logPath := te.e.LogPath(sub.Graph.ID, "loud")
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err != nil {
+	// loud's log becomes /dev/full before loud starts (after gate): nothing creates a log
+	// before its task's first output.
+	if err := os.Symlink("/dev/full", te.e.LogPath(sub.Graph.ID, "loud")); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if err := os.Remove(logPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Fatal(err)
-		}
-		err := os.Symlink("/dev/full", logPath)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, os.ErrExist) {
-			t.Fatal(err)
-		}
-	}
-	f, err := os.OpenFile(gate, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString("go\n")
-	f.Close()
+	openGate(t, gate)
 	tasks := te.waitDone(t, sub.Graph.ID)
 	wantState(t, tasks, "loud", Failed, CodeSignaled)
 	wantState(t, tasks, "dep", Skipped, CodeUpstreamFailed)
