@@ -19,7 +19,7 @@ func BenchmarkTasksStatusTail(b *testing.B) {
 			s := newBenchServer(b)
 			id := structuredB(b, s, "tasks_run", map[string]any{"tasks": []any{map[string]any{"id": "t", "command": "true"}}})["graphId"].(string)
 			structuredB(b, s, "tasks_status", map[string]any{"graphId": id, "waitMs": 30000})
-			f, err := os.OpenFile(s.tasks.LogPath(id, "t"), os.O_RDWR|os.O_TRUNC, 0o600)
+			f, err := os.OpenFile(s.tasks.LogPath(id, "t"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600) // true printed nothing: no file yet
 			if err != nil {
 				b.Fatal(err)
 			}
