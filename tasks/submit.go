@@ -161,10 +161,14 @@ func (e *Engine) checkRemote(ctx context.Context) error {
 // the ready ones and skips those whose dependencies can no longer succeed. It returns the
 // running remote tasks, each with its slot taken, for launchAll to follow again.
 func (e *Engine) adoptLocked(row store.GraphRow, rows []store.TaskRow) []launch {
-	g := &graph{row: row, byID: make(map[string]*task, len(rows))}
-	for _, r := range rows {
-		t := &task{row: r, remote: r.Executor == string(ExecutorKubernetes)}
-		g.tasks = append(g.tasks, t)
+	g := &graph{row: row, byID: make(map[string]*task, len(rows)), tasks: make([]*task, len(rows))}
+	// One allocation for all the graph's tasks: they live and go with the graph, and a
+	// graph of 100,000 tasks is then one object for the collector, not 100,000.
+	slab := make([]task, len(rows))
+	for i, r := range rows {
+		t := &slab[i]
+		t.row, t.remote = r, r.Executor == string(ExecutorKubernetes)
+		g.tasks[i] = t
 		g.byID[r.ID] = t
 	}
 	for _, t := range g.tasks {
