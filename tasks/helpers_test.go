@@ -191,14 +191,6 @@ func mapValues(m map[string]Task) []Task {
 	return out
 }
 
-// waitFile waits until a file exists at path.
-func waitFile(t *testing.T, path string) {
-	t.Helper()
-	waitUntil(t, path+" to appear", func() bool {
-		_, err := os.Stat(path)
-		return err == nil
-	})
-}
 
 // waitParked waits until some waiter holds n's channel for graphID: a wait that is
 // parked on it depends on the channel's next fire to wake.
