@@ -191,7 +191,6 @@ func mapValues(m map[string]Task) []Task {
 	return out
 }
 
-
 // waitParked waits until some waiter holds n's channel for graphID: a wait that is
 // parked on it depends on the channel's next fire to wake.
 func waitParked(t *testing.T, n *notifier, graphID string) {
