@@ -114,7 +114,8 @@ type Attempt struct {
 
 	// For a local attempt: Dir is the directory, checked and held open (the command
 	// enters it through its descriptor); Policy confines it; Log is the file its output
-	// goes to, written by the process itself, after Header (a retry's marker line).
+	// goes to (through a pipe the runner moves into it, the file created with the first
+	// output: logpipe.go), after Header (a retry's marker line, written at the start).
 	// ShellOnly keeps a plain command from running without the shell (direct.go): the
 	// task sets its own PATH, which the shell searches and this process would not.
 	Dir       *sandbox.Where

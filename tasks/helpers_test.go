@@ -229,10 +229,11 @@ func (te *testEnv) adoptAsPeer(t *testing.T, id string) store.Runner {
 	return peer
 }
 
-// fifoGate makes a FIFO in dir for a task to wait on (`read x < gate`) and returns its path.
-func fifoGate(t *testing.T, dir string) string {
+// fifoGate makes a FIFO named name in dir for one task to wait on (`read x < gate`) and
+// returns its path. One task a gate: a second reader of the same FIFO may read end of file.
+func fifoGate(t *testing.T, dir, name string) string {
 	t.Helper()
-	gate := filepath.Join(dir, "gate")
+	gate := filepath.Join(dir, name)
 	if err := syscall.Mkfifo(gate, 0o600); err != nil {
 		t.Fatal(err)
 	}

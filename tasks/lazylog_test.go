@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,7 +16,7 @@ import (
 // then all it printed; a retry's marker creates the file before the attempt prints.
 func TestEngine_LogCreatedWithFirstOutput(t *testing.T) {
 	te := newTestEngine(t)
-	gate := fifoGate(t, te.dir)
+	gate := fifoGate(t, te.dir, "gate")
 	sub := te.submit(t, Spec{Tasks: []TaskSpec{
 		tsk("silent", "true"),
 		tsk("silentShell", "x=1; test $x = 1"),
@@ -63,7 +64,7 @@ func TestEngine_LogCreatedWithFirstOutput(t *testing.T) {
 // CLI's logs and the graph's archive show it exactly as they show a task without a file.
 func TestEngine_TaskThatNeverStartedHasNoLog(t *testing.T) {
 	te := newTestEngine(t, func(c *Config) { c.ArtifactsDir = c.Workspace.ArtifactsDir })
-	gate := fifoGate(t, te.dir)
+	gate := fifoGate(t, te.dir, "gate")
 	// a fails once b and d have their empty files; the three are skipped.
 	sub := te.submit(t, Spec{Tasks: []TaskSpec{
 		tsk("a", "read x < "+gate+"; echo failing; exit 3"), tsk("b", "echo b", "a"), tsk("c", "echo c", "b"), tsk("d", "echo d", "a"),
@@ -203,5 +204,70 @@ func TestEngine_LettingGoOfAnAdoptedGraphKeepsTheAdoptersLog(t *testing.T) {
 	}
 	if b, err := os.ReadFile(xlog); err != nil || string(b) != "x's output\n" {
 		t.Errorf("the log of x, which the adopter started, reads %q, %v: the runner that let the graph go removed it", b, err)
+	}
+}
+
+// A command that can write the logs directory (a server without the mount layer) may put
+// something at its own log's path before it first prints: a symbolic link out of its
+// sandbox, which the runner must not write through, or a FIFO, whose open must not hang
+// the runner. Either way nothing is written outside, the task's output is cut off (its
+// next write kills it), and its record says the log could not be written. A log path that
+// is no regular file, or a logs directory that is gone, before the task starts refuses the
+// start, as a log that could not be opened at the start always did.
+func TestEngine_LogPathTakenBeforeFirstOutput(t *testing.T) {
+	te := newTestEngine(t)
+	outside := filepath.Join(te.dir, "outside")
+	if err := os.WriteFile(outside, []byte("untouched\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Each task says it runs (its pid), waits at its gate, then prints, much more than a pipe holds.
+	gated := func(id, then string) TaskSpec {
+		return tsk(id, "echo $$ > "+filepath.Join(te.dir, id+".pid")+"; read x < "+fifoGate(t, te.dir, id)+"; "+then)
+	}
+	sub := te.submit(t, Spec{MaxParallel: 2, Tasks: []TaskSpec{
+		gated("link", "echo secret; seq 1 10000000"),
+		gated("fifo", "echo secret; seq 1 10000000"),
+	}})
+	for _, id := range []string{"link", "fifo"} {
+		waitForPid(t, filepath.Join(te.dir, id+".pid")) // started: its log's path was checked
+	}
+	if err := os.Symlink(outside, te.e.LogPath(sub.Graph.ID, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(te.e.LogPath(sub.Graph.ID, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	openGate(t, filepath.Join(te.dir, "link"))
+	openGate(t, filepath.Join(te.dir, "fifo"))
+	tasks := te.waitDone(t, sub.Graph.ID)
+	for _, id := range []string{"link", "fifo"} {
+		wantState(t, tasks, id, Failed, CodeSignaled)
+		if msg := deref(tasks[id].Message); !strings.Contains(msg, "the task's log could not be written") {
+			t.Errorf("%s's message = %q, want it to say its log could not be written", id, msg)
+		}
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "untouched\n" {
+		t.Errorf("the file the link pointed to reads %q: the runner wrote the task's output through the link", b)
+	}
+
+	// Before the start: a directory at the log's path, and a graph whose logs directory
+	// went while its first task ran.
+	later := te.submit(t, Spec{Tasks: []TaskSpec{gated("first1", "true"), tsk("dir", "echo x", "first1")}})
+	if err := os.Mkdir(te.e.LogPath(later.Graph.ID, "dir"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	gone := te.submit(t, Spec{Tasks: []TaskSpec{gated("first2", "true"), tsk("nodir", "echo x", "first2")}})
+	waitForPid(t, filepath.Join(te.dir, "first2.pid"))
+	if err := os.RemoveAll(filepath.Dir(te.e.LogPath(gone.Graph.ID, "nodir"))); err != nil {
+		t.Fatal(err)
+	}
+	openGate(t, filepath.Join(te.dir, "first1"))
+	openGate(t, filepath.Join(te.dir, "first2"))
+	for _, c := range []struct{ graph, task string }{{later.Graph.ID, "dir"}, {gone.Graph.ID, "nodir"}} {
+		tasks := te.waitDone(t, c.graph)
+		wantState(t, tasks, c.task, Failed, CodeSpawnFailed)
+		if msg := deref(tasks[c.task].Message); !strings.Contains(msg, "cannot open the log") {
+			t.Errorf("%s's message = %q, want it to say the log cannot be opened", c.task, msg)
+		}
 	}
 }

@@ -151,12 +151,19 @@ func (l *LocalExecutor) spawn(a Attempt) (*exec.Cmd, *pump, int64, error) {
 }
 
 // openLog opens a task's log for writing at its end, creating it if need be. Not with
-// O_APPEND, which would do the same for the one writer a log has (its pump), because
-// splice refuses a destination opened so (logpipe_linux.go).
+// O_APPEND: the pump splices into it (logpipe.go). It takes nothing but a regular file: a
+// command that can write the logs directory (no mount layer, see internal/sandbox) could
+// put a symbolic link at its own log's path before its first output, and have this
+// unconfined process write what it prints wherever the link points; or a FIFO, whose
+// open would wait for a reader for ever (O_NONBLOCK, which a regular file ignores).
 func openLog(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &os.PathError{Op: "open", Path: path, Err: errNotRegular}
 	}
 	if _, err := f.Seek(0, io.SeekEnd); err != nil { // a retry goes after the attempt before
 		f.Close()
@@ -164,6 +171,9 @@ func openLog(path string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// errNotRegular refuses a log path that holds something other than a regular file.
+var errNotRegular = errors.New("not a regular file")
 
 // startCommand starts a's command, under a.Policy, in a.Dir with a.Env, and out as its
 // stdout and stderr. a.Env ends with the task's marker (taskMarker), which lets a later

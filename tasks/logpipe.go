@@ -47,7 +47,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pumpGrace bounds how long the end of an attempt waits for its pipe to reach end of file
@@ -121,7 +124,7 @@ type lazyLog struct {
 // open opens the log if it is not open yet.
 func (l *lazyLog) open() (*os.File, error) {
 	if l.f == nil {
-		f, err := openLog(l.path)
+		f, err := openLazyLog(l.path)
 		if err != nil {
 			return nil, err
 		}
@@ -130,17 +133,29 @@ func (l *lazyLog) open() (*os.File, error) {
 	return l.f, nil
 }
 
-// end returns where the log ends now: its size, 0 while there is none.
+// openLazyLog is how the pump opens a log at the first output: openLog, but for a test
+// that has it fail (a full file system, say) when the task writes.
+var openLazyLog = openLog
+
+// end returns where the log ends now: its size, 0 while there is none. What would keep
+// the log from being created at the first output is refused here, before the task
+// starts, as an open failing at the start was: something other than a regular file at
+// the path, or a directory that cannot be written (gone, read-only, not ours).
 func (l *lazyLog) end() (int64, error) {
 	if l.f != nil {
 		return l.f.Seek(0, io.SeekCurrent)
 	}
-	fi, err := os.Stat(l.path)
-	if errors.Is(err, fs.ErrNotExist) {
+	fi, err := os.Lstat(l.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := unix.Access(filepath.Dir(l.path), unix.W_OK); err != nil {
+			return 0, &os.PathError{Op: "create", Path: l.path, Err: err}
+		}
 		return 0, nil
-	}
-	if err != nil {
+	case err != nil:
 		return 0, err
+	case !fi.Mode().IsRegular():
+		return 0, &os.PathError{Op: "open", Path: l.path, Err: errNotRegular}
 	}
 	return fi.Size(), nil
 }

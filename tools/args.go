@@ -28,7 +28,6 @@ import (
 // handlers clamp it to the argument's maximum) rather than being refused.
 func decodeArgs(tool string, req mcp.CallToolRequest, dst any) error {
 	var raw any = map[string]any{}
-	var text json.RawMessage // the arguments as sent, when they came as JSON text
 	switch a := req.GetRawArguments().(type) {
 	case nil:
 	case json.RawMessage:
@@ -38,7 +37,6 @@ func decodeArgs(tool string, req mcp.CallToolRequest, dst any) error {
 			if err := dec.Decode(&raw); err != nil {
 				return invalidf("the arguments are not valid JSON (%v); send one JSON object", err)
 			}
-			text = a
 		}
 	default:
 		raw = a
@@ -48,15 +46,9 @@ func decodeArgs(tool string, req mcp.CallToolRequest, dst any) error {
 	if err != nil {
 		return err
 	}
-	if text != nil && !c.altered {
-		// The check passed every value as it was sent: the text decodes as it stands,
-		// without writing the checked values out again first (for a tasks_run of
-		// 100,000 tasks, a copy of megabytes and its garbage: issue 29).
-		if err := json.Unmarshal(text, dst); err != nil {
-			return invalidf("the arguments cannot be read (%v); send one JSON object", err)
-		}
-		return nil
-	}
+	// The checked values are written out and read into dst, never the text as sent: a
+	// member sent twice is checked as the map holds it, the last one, and the text would
+	// decode both into the struct, one over the other.
 	b, err := json.Marshal(checked)
 	if err != nil {
 		return invalidf("the arguments cannot be read (%v); send one JSON object", err)
@@ -67,11 +59,9 @@ func decodeArgs(tool string, req mcp.CallToolRequest, dst any) error {
 	return nil
 }
 
-// argCheck is one check of a tool call's arguments (decodeArgs): the tool they are for, and
-// whether the check changed a value (an integer it saturated or wrote otherwise).
+// argCheck is one check of a tool call's arguments (decodeArgs), for the tool named.
 type argCheck struct {
-	tool    string
-	altered bool
+	tool string
 }
 
 // value checks a decoded JSON value against the Go type it will be decoded into and
@@ -147,9 +137,6 @@ func (c *argCheck) value(v any, t reflect.Type, path string) (any, error) {
 		n, ok := wholeNumber(v)
 		if !ok {
 			return nil, invalidf("%s must be an integer, not %s", path, describe(v))
-		}
-		if sent, isNumber := v.(json.Number); !isNumber || sent != n {
-			c.altered = true // 1e300, or 5.0: not as an integer field decodes it
 		}
 		return n, nil
 	}

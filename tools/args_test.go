@@ -47,6 +47,10 @@ func TestDecodeArgs(t *testing.T) {
 		{`{"env": {"A": 1}}`, `env.A must be a string, not the number 1`},
 		{`{"on": "yes"}`, `on must be true or false, not the string "yes"`},
 		{`[1]`, `the arguments must be a JSON object, not an array`},
+		// A member sent twice: the last one, whole, as it was checked; nothing of the
+		// first leaks into it.
+		{`{"items": [{"n": 1}], "env": {"A": "1"}, "items": [{}], "env": {"B": "2"}}`, `{"items":[{}],"env":{"B":"2"}}`},
+		{`{"waitMs": "x", "waitMs": 2}`, `{"waitMs":2}`},
 		{`"` + strings.Repeat("x", 200) + `"`, `the arguments must be a JSON object, not the string "xxxx`},
 	} {
 		req := mcp.CallToolRequest{}

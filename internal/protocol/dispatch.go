@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -73,16 +74,36 @@ func (s *Session) dispatch(m rpcMessage, id string, line []byte) {
 }
 
 // bigCall is the size of a tools/call line from which the memory its decoding took is
-// handed back to the system once it is answered (returnMemory).
+// handed back to the system before it is answered (returnMemory).
 const bigCall = 1 << 20
+
+// memoryReturnGap is the least time between two returns of memory.
+const memoryReturnGap = 2 * time.Second
+
+// memoryReturn serializes returnMemory and remembers when it last ran.
+var memoryReturn struct {
+	sync.Mutex
+	last time.Time
+}
 
 // returnMemory collects the garbage a big call left and hands the free memory back to
 // the system at once. The copies and decoded forms of a tasks_run of 100,000 tasks are a
-// hundred megabytes, garbage once it is answered; the runtime would keep most of it
+// few hundred megabytes, garbage once it is served; the runtime would keep much of it
 // mapped for minutes, the server's footprint twice its live heap while it holds the
-// graph (issue 29). A forced collection costs milliseconds, against the seconds such a
-// call takes.
-func returnMemory() { debug.FreeOSMemory() }
+// graph (issue 29). A full collection costs work in proportion to the live heap, so it
+// runs for one big call at a time and at most once in memoryReturnGap: big calls back to
+// back get one, not one each.
+func returnMemory() {
+	if !memoryReturn.TryLock() {
+		return
+	}
+	defer memoryReturn.Unlock()
+	if time.Since(memoryReturn.last) < memoryReturnGap {
+		return
+	}
+	debug.FreeOSMemory()
+	memoryReturn.last = time.Now()
+}
 
 // toolCall is what a tools/call's params say, read as mcp-go reads them when it runs the
 // call: into a struct, whose keys match case-insensitively, the last one winning. Read
