@@ -22,6 +22,11 @@ const maxCommandText = 4096
 // promptSettle after the prompt started (A).
 var promptSettle = map[bool]time.Duration{false: 50 * time.Millisecond, true: time.Second}[foregroundKnown]
 
+// promptAfterEnd bounds how long a read that waits for a prompt waits for it after the
+// command's end mark, before quiet output may end it as idle: an integrated shell draws
+// its prompt right after, unless the machine is busy (wait.go).
+const promptAfterEnd = 2 * time.Second
+
 // Command is one command line a shell ran, as its integration marks told it.
 type Command struct {
 	ID        int       // 1 for the session's first command, then 2, 3...

@@ -116,6 +116,14 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 		newPrompt := ready && s.sh.promptAt >= w.baseEnd
 		cmdDone := w.cmd != 0 && s.sh.done(w.cmd) && (ready || s.sh.cur != nil)
 		settleAt := s.sh.settleAt(last)
+		// A command that has ended (its D mark) with its prompt's mark still to come: the
+		// shell draws that prompt next, and a read waiting for a prompt is not answered
+		// "idle" in between unless the prompt is promptAfterEnd late (a slow shell on a
+		// loaded machine drew fish's prompt more than the idle time after its command).
+		var promptDue time.Time
+		if c := s.sh.cur; w.prompt && c != nil && c.ended {
+			promptDue = c.endTime.Add(promptAfterEnd)
+		}
 		// A prompt shown after the last write means the shell has taken that input: the
 		// wait for it to do so does not apply.
 		freshPrompt := s.sh.waitsAtPrompt() && s.sh.promptTime.After(lastWrite)
@@ -227,7 +235,7 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 		}
 		if reason == "" {
 			switch {
-			case settling && !now.Before(last.Add(w.idle)):
+			case settling && !now.Before(last.Add(w.idle)) && !now.Before(promptDue):
 				reason = ReasonIdle
 			case !now.Before(w.deadline):
 				reason = ReasonTimeout
@@ -257,7 +265,7 @@ func (s *session) await(ctx context.Context, w waitSpec, re *regexp.Regexp, maxB
 			return waitEnd{reason: reason, mt: mt, input: input}, nil
 		}
 		if settling {
-			wake = earliest(wake, last.Add(w.idle))
+			wake = earliest(wake, latest(last.Add(w.idle), promptDue))
 		}
 		if !settleAt.IsZero() {
 			wake = earliest(wake, settleAt)
