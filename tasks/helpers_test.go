@@ -240,6 +240,21 @@ func fifoGate(t *testing.T, dir, name string) string {
 	return gate
 }
 
+// gated is task id running then once let through its own gate: it writes its pid to
+// <dir>/<id>.pid first, so that waitGated knows its process runs (a task recorded running
+// may still be starting), then waits at the FIFO <dir>/<id> (openGate).
+func (te *testEnv) gated(t *testing.T, id, then string, deps ...string) TaskSpec {
+	t.Helper()
+	gate := fifoGate(t, te.dir, id)
+	return tsk(id, "echo $$ > "+gate+".pid; read x < "+gate+"; "+then, deps...)
+}
+
+// waitGated waits until task id (gated) runs and waits at its gate.
+func (te *testEnv) waitGated(t *testing.T, id string) {
+	t.Helper()
+	waitForPid(t, filepath.Join(te.dir, id+".pid"))
+}
+
 // openGate lets the task waiting on gate (fifoGate) go on.
 func openGate(t *testing.T, gate string) {
 	t.Helper()

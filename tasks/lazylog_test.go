@@ -16,20 +16,18 @@ import (
 // then all it printed; a retry's marker creates the file before the attempt prints.
 func TestEngine_LogCreatedWithFirstOutput(t *testing.T) {
 	te := newTestEngine(t)
-	gate := fifoGate(t, te.dir, "gate")
 	sub := te.submit(t, Spec{Tasks: []TaskSpec{
 		tsk("silent", "true"),
 		tsk("silentShell", "x=1; test $x = 1"),
-		tsk("late", "read x < "+gate+"; echo late"),
+		te.gated(t, "late", "echo late"),
 		{ID: "retried", Command: "exit 1", Retries: 1},
 	}})
 	lateLog := te.e.LogPath(sub.Graph.ID, "late")
-	te.waitStatus(t, sub.Graph.ID, "late", Running)
-	te.waitStatus(t, sub.Graph.ID, "silent", Succeeded)
+	te.waitGated(t, "late") // its process runs: the start is behind it
 	if _, err := os.Stat(lateLog); !os.IsNotExist(err) {
 		t.Errorf("late's log exists before late printed anything (%v)", err)
 	}
-	openGate(t, gate)
+	openGate(t, filepath.Join(te.dir, "late"))
 	tasks := te.waitDone(t, sub.Graph.ID)
 	wantState(t, tasks, "silent", Succeeded, "")
 	wantState(t, tasks, "silentShell", Succeeded, "")
@@ -220,16 +218,13 @@ func TestEngine_LogPathTakenBeforeFirstOutput(t *testing.T) {
 	if err := os.WriteFile(outside, []byte("untouched\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// Each task says it runs (its pid), waits at its gate, then prints, much more than a pipe holds.
-	gated := func(id, then string) TaskSpec {
-		return tsk(id, "echo $$ > "+filepath.Join(te.dir, id+".pid")+"; read x < "+fifoGate(t, te.dir, id)+"; "+then)
-	}
+	// Once let through, each prints, much more than a pipe holds.
 	sub := te.submit(t, Spec{MaxParallel: 2, Tasks: []TaskSpec{
-		gated("link", "echo secret; seq 1 10000000"),
-		gated("fifo", "echo secret; seq 1 10000000"),
+		te.gated(t, "link", "echo secret; seq 1 10000000"),
+		te.gated(t, "fifo", "echo secret; seq 1 10000000"),
 	}})
 	for _, id := range []string{"link", "fifo"} {
-		waitForPid(t, filepath.Join(te.dir, id+".pid")) // started: its log's path was checked
+		te.waitGated(t, id) // started: its log's path was checked
 	}
 	if err := os.Symlink(outside, te.e.LogPath(sub.Graph.ID, "link")); err != nil {
 		t.Fatal(err)
@@ -252,12 +247,12 @@ func TestEngine_LogPathTakenBeforeFirstOutput(t *testing.T) {
 
 	// Before the start: a directory at the log's path, and a graph whose logs directory
 	// went while its first task ran.
-	later := te.submit(t, Spec{Tasks: []TaskSpec{gated("first1", "true"), tsk("dir", "echo x", "first1")}})
+	later := te.submit(t, Spec{Tasks: []TaskSpec{te.gated(t, "first1", "true"), tsk("dir", "echo x", "first1")}})
 	if err := os.Mkdir(te.e.LogPath(later.Graph.ID, "dir"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	gone := te.submit(t, Spec{Tasks: []TaskSpec{gated("first2", "true"), tsk("nodir", "echo x", "first2")}})
-	waitForPid(t, filepath.Join(te.dir, "first2.pid"))
+	gone := te.submit(t, Spec{Tasks: []TaskSpec{te.gated(t, "first2", "true"), tsk("nodir", "echo x", "first2")}})
+	te.waitGated(t, "first2")
 	if err := os.RemoveAll(filepath.Dir(te.e.LogPath(gone.Graph.ID, "nodir"))); err != nil {
 		t.Fatal(err)
 	}

@@ -103,10 +103,11 @@ func (p *pump) copy() (fault, err error) {
 			}
 			return nil, err
 		}
-		f, ferr := p.log.open()
+		f, ferr := openLazyLog(p.log.path)
 		if ferr != nil {
 			return ferr, nil
 		}
+		p.log.f = f
 		if _, ferr := f.Write(first[:n]); ferr != nil {
 			return ferr, nil
 		}
@@ -114,23 +115,11 @@ func (p *pump) copy() (fault, err error) {
 	return copyOut(p.log.f, p.r)
 }
 
-// lazyLog is an attempt's log, opened for writing at its end (and created if need be) by
-// open, not before.
+// lazyLog is an attempt's log: opened for writing at its end (and created if need be)
+// by spawn for a retry's marker, or else by the pump at the first output.
 type lazyLog struct {
 	path string
 	f    *os.File // nil until opened
-}
-
-// open opens the log if it is not open yet.
-func (l *lazyLog) open() (*os.File, error) {
-	if l.f == nil {
-		f, err := openLazyLog(l.path)
-		if err != nil {
-			return nil, err
-		}
-		l.f = f
-	}
-	return l.f, nil
 }
 
 // openLazyLog is how the pump opens a log at the first output: openLog, but for a test

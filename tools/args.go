@@ -41,8 +41,7 @@ func decodeArgs(tool string, req mcp.CallToolRequest, dst any) error {
 	default:
 		raw = a
 	}
-	c := argCheck{tool: tool}
-	checked, err := c.value(raw, reflect.TypeOf(dst).Elem(), "")
+	checked, err := checkValue(raw, reflect.TypeOf(dst).Elem(), "", tool)
 	if err != nil {
 		return err
 	}
@@ -59,15 +58,10 @@ func decodeArgs(tool string, req mcp.CallToolRequest, dst any) error {
 	return nil
 }
 
-// argCheck is one check of a tool call's arguments (decodeArgs), for the tool named.
-type argCheck struct {
-	tool string
-}
-
-// value checks a decoded JSON value against the Go type it will be decoded into and
+// checkValue checks a decoded JSON value against the Go type it will be decoded into and
 // returns it, with integers too large for 64 bits saturated. path names the value in
-// messages ("" for the arguments themselves).
-func (c *argCheck) value(v any, t reflect.Type, path string) (any, error) {
+// messages ("" for the arguments themselves); tool names the tool they are for.
+func checkValue(v any, t reflect.Type, path, tool string) (any, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -90,9 +84,9 @@ func (c *argCheck) value(v any, t reflect.Type, path string) (any, error) {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			ft, ok := fields[k]
 			if !ok {
-				return nil, unknownField(path, c.tool, k, t)
+				return nil, unknownField(path, tool, k, t)
 			}
-			checked, err := c.value(m[k], ft, join(path, k))
+			checked, err := checkValue(m[k], ft, join(path, k), tool)
 			if err != nil {
 				return nil, err
 			}
@@ -105,7 +99,7 @@ func (c *argCheck) value(v any, t reflect.Type, path string) (any, error) {
 			return nil, invalidf("%s must be an array, not %s", path, describe(v))
 		}
 		for i := range list {
-			checked, err := c.value(list[i], t.Elem(), path+"["+strconv.Itoa(i)+"]")
+			checked, err := checkValue(list[i], t.Elem(), path+"["+strconv.Itoa(i)+"]", tool)
 			if err != nil {
 				return nil, err
 			}
@@ -118,7 +112,7 @@ func (c *argCheck) value(v any, t reflect.Type, path string) (any, error) {
 			return nil, invalidf("%s must be an object, not %s", path, describe(v))
 		}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
-			checked, err := c.value(m[k], t.Elem(), path+"."+k)
+			checked, err := checkValue(m[k], t.Elem(), path+"."+k, tool)
 			if err != nil {
 				return nil, err
 			}

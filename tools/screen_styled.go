@@ -51,7 +51,7 @@ func (m *screenMode) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// checkArg is argCheck's check of a screen argument: true, false or "styled", else a
+// checkArg is checkValue's check of a screen argument: true, false or "styled", else a
 // refusal that says so.
 func (screenMode) checkArg(v any, path string) (any, error) {
 	if _, err := screenModeOf(v, path); err != nil {
@@ -72,7 +72,7 @@ func screenModeOf(v any, path string) (screenMode, error) {
 	return screenNone, invalidf("%s must be true, false or %q (the screen with its colours), not %s", path, screenStyledWord, describe(v))
 }
 
-// argChecker is a type of argument that checks its own JSON value (argCheck.value).
+// argChecker is a type of argument that checks its own JSON value (checkValue).
 type argChecker interface {
 	checkArg(v any, path string) (any, error)
 }
