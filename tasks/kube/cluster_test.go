@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/mcp-harness/mcp-harness/tasks"
 	"github.com/mcp-harness/mcp-harness/tasks/executortest"
 	"github.com/mcp-harness/mcp-harness/tasks/snapshot"
@@ -38,7 +40,16 @@ func TestKubeExecutor_Conformance(t *testing.T) {
 	}
 	wsID := tasks.WorkspaceID("conformance", ws)
 	x := New(Config{Kubeconfig: kubeconfig, Namespace: ns, Workspace: wsID, ScheduleTimeout: time.Minute})
-	t.Cleanup(x.Close)
+	t.Cleanup(func() {
+		// Once closed, nothing of the executor runs on: what stays is the HTTP client's
+		// idle connections, which client-go's transport cache keeps for the process, and
+		// klog's flush daemon.
+		x.Close()
+		goleak.VerifyNone(t, goleak.IgnoreCurrent(),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := x.Check(ctx); err != nil {

@@ -82,9 +82,14 @@ type watcher struct {
 	pods      cache.Indexer // by jobIndex
 	stopCh    chan struct{}
 	once      sync.Once
+	running   sync.WaitGroup // the informers' Run
 }
 
-func (w *watcher) stop() { w.once.Do(func() { close(w.stopCh) }) }
+// stop ends the informers and waits until they have returned.
+func (w *watcher) stop() {
+	w.once.Do(func() { close(w.stopCh) })
+	w.running.Wait()
+}
 
 const jobIndex = "job"
 
@@ -112,7 +117,7 @@ func (x *Executor) watching(ctx context.Context) (*watcher, error) {
 		pods.AddEventHandler(h)
 		w.jobs, w.pods = batchlisters.NewJobLister(jobs.GetIndexer()), pods.GetIndexer()
 		for _, inf := range w.informers {
-			go inf.Run(w.stopCh)
+			w.running.Go(func() { inf.Run(w.stopCh) })
 		}
 		x.watch = w
 	})
