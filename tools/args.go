@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -41,27 +42,213 @@ func decodeArgs(tool string, req mcp.CallToolRequest, dst any) error {
 	default:
 		raw = a
 	}
-	checked, err := checkValue(raw, reflect.TypeOf(dst).Elem(), "", tool)
+	target := reflect.ValueOf(dst).Elem()
+	checked, err := checkValue(raw, target.Type(), "", tool)
 	if err != nil {
 		return err
 	}
-	// The checked values are written out and read into dst, never the text as sent: a
-	// member sent twice is checked as the map holds it, the last one, and the text would
-	// decode both into the struct, one over the other.
-	b, err := json.Marshal(checked)
-	if err != nil {
-		return invalidf("the arguments cannot be read (%v); send one JSON object", err)
-	}
-	if err := json.Unmarshal(b, dst); err != nil {
+	// The checked values are set into dst, never the text as sent: a member sent twice is
+	// checked as the map holds it, the last one, and the text would decode both into the
+	// struct, one over the other.
+	if err := setArg(target, checked); err != nil {
 		return invalidf("the arguments cannot be read (%v); send one JSON object", err)
 	}
 	return nil
+}
+
+// setArg sets dst to v, a value checkValue returned, as json.Unmarshal would set it from
+// v's JSON text: without writing that text out and reading it back, which for a tasks_run
+// of 100,000 tasks was two more passes over megabytes and most of the call's garbage
+// (issue 29). A type that reads its own JSON (json.Unmarshaler, encoding.TextUnmarshaler),
+// and a kind no argument has, is still given its value's text.
+func setArg(dst reflect.Value, v any) error {
+	t := dst.Type()
+	if reflect.PointerTo(t).Implements(jsonUnmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return setArgFromText(dst, v)
+	}
+	if v == nil { // null: as json.Unmarshal, zero for what can be nil, the rest untouched
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:
+			dst.SetZero()
+		}
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		if dst.IsNil() {
+			dst.Set(reflect.New(t.Elem()))
+		}
+		return setArg(dst.Elem(), v)
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return setArgFromText(dst, v)
+		}
+		index := fieldIndexes(t)
+		for k, x := range m {
+			path, ok := index[k]
+			if !ok {
+				continue // json.Unmarshal ignores it too; checkValue refused it already
+			}
+			f, err := dst.FieldByIndexErr(path)
+			if err != nil {
+				return setArgFromText(dst, v) // through a nil embedded pointer: none here
+			}
+			if err := setArg(f, x); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Slice:
+		list, ok := v.([]any)
+		if !ok {
+			return setArgFromText(dst, v)
+		}
+		out := reflect.MakeSlice(t, len(list), len(list))
+		for i, x := range list {
+			if err := setArg(out.Index(i), x); err != nil {
+				return err
+			}
+		}
+		dst.Set(out)
+		return nil
+	case reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok || t.Key().Kind() != reflect.String {
+			return setArgFromText(dst, v)
+		}
+		if dst.IsNil() {
+			dst.Set(reflect.MakeMapWithSize(t, len(m)))
+		}
+		for k, x := range m {
+			e := reflect.New(t.Elem()).Elem()
+			if err := setArg(e, x); err != nil {
+				return err
+			}
+			dst.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), e)
+		}
+		return nil
+	case reflect.String:
+		if x, ok := v.(string); ok {
+			dst.SetString(x)
+			return nil
+		}
+	case reflect.Bool:
+		if x, ok := v.(bool); ok {
+			dst.SetBool(x)
+			return nil
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if x, ok := v.(json.Number); ok {
+			n, err := strconv.ParseInt(string(x), 10, 64)
+			if err != nil || dst.OverflowInt(n) {
+				return fmt.Errorf("the number %s does not fit a %s", x, t)
+			}
+			dst.SetInt(n)
+			return nil
+		}
+	}
+	return setArgFromText(dst, v)
+}
+
+// setArgFromText sets dst from v's JSON text, as json.Unmarshal does.
+func setArgFromText(dst reflect.Value, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, dst.Addr().Interface())
+}
+
+var (
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// fieldIndexes maps the JSON names of a struct's fields to their indexes, as jsonFields
+// maps them to their types; made once per type and shared, like it.
+func fieldIndexes(t reflect.Type) map[string][]int {
+	if m, ok := indexesOfType.Load(t); ok {
+		return m.(map[string][]int)
+	}
+	m, _ := indexesOfType.LoadOrStore(t, readFieldIndexes(t))
+	return m.(map[string][]int)
+}
+
+var indexesOfType sync.Map
+
+func readFieldIndexes(t reflect.Type) map[string][]int {
+	out := map[string][]int{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+			continue
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			for k, sub := range fieldIndexes(f.Type) {
+				out[k] = append([]int{i}, sub...)
+			}
+			continue
+		case !f.IsExported():
+			continue
+		case name == "":
+			name = f.Name
+		}
+		out[name] = []int{i}
+	}
+	return out
 }
 
 // checkValue checks a decoded JSON value against the Go type it will be decoded into and
 // returns it, with integers too large for 64 bits saturated. path names the value in
 // messages ("" for the arguments themselves); tool names the tool they are for.
 func checkValue(v any, t reflect.Type, path, tool string) (any, error) {
+	c := argCheck{tool: tool, root: path}
+	return c.value(v, t)
+}
+
+// argCheck is one run of checkValue: where in the arguments it is, kept as a stack and
+// spelt out only for a refusal. Spelling every value's path as it went ("tasks[7].env.A")
+// cost a string for each of the hundreds of thousands of values of a big tasks_run.
+type argCheck struct {
+	tool  string
+	root  string
+	steps []pathStep
+}
+
+// pathStep is one step down from a value: a field or a map key by name, or an index.
+type pathStep struct {
+	name  string
+	index int
+	kind  byte // 'f' a struct field, 'k' a map key, 'i' an index
+}
+
+// path names the value being checked, as the refusals name it: tasks[2].env.A.
+func (c *argCheck) path() string {
+	p := c.root
+	for _, s := range c.steps {
+		switch s.kind {
+		case 'f':
+			p = join(p, s.name)
+		case 'k':
+			p += "." + s.name
+		default:
+			p += "[" + strconv.Itoa(s.index) + "]"
+		}
+	}
+	return p
+}
+
+// in checks v, the value at step s down from the current one, as t.
+func (c *argCheck) in(s pathStep, v any, t reflect.Type) (any, error) {
+	c.steps = append(c.steps, s)
+	out, err := c.value(v, t)
+	c.steps = c.steps[:len(c.steps)-1]
+	return out, err
+}
+
+func (c *argCheck) value(v any, t reflect.Type) (any, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -69,37 +256,41 @@ func checkValue(v any, t reflect.Type, path, tool string) (any, error) {
 		return nil, nil // null: the argument's zero value, as if it were left out
 	}
 	if t.Implements(argCheckerType) { // a type that takes more than one kind of value
-		return reflect.Zero(t).Interface().(argChecker).checkArg(v, path)
+		return reflect.Zero(t).Interface().(argChecker).checkArg(v, c.path())
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		m, ok := v.(map[string]any)
 		if !ok {
-			if path == "" {
+			if len(c.steps) == 0 && c.root == "" {
 				return nil, invalidf("the arguments must be a JSON object, not %s", describe(v))
 			}
-			return nil, invalidf("%s must be an object, not %s", path, describe(v))
+			return nil, invalidf("%s must be an object, not %s", c.path(), describe(v))
 		}
 		fields := jsonFields(t)
-		for _, k := range slices.Sorted(maps.Keys(m)) {
+		check := func(k string) error {
 			ft, ok := fields[k]
 			if !ok {
-				return nil, unknownField(path, tool, k, t)
+				return unknownField(c.path(), c.tool, k, t)
 			}
-			checked, err := checkValue(m[k], ft, join(path, k), tool)
+			checked, err := c.in(pathStep{name: k, kind: 'f'}, m[k], ft)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			m[k] = checked
+			return nil
+		}
+		if err := c.members(m, check); err != nil {
+			return nil, err
 		}
 		return m, nil
 	case reflect.Slice:
 		list, ok := v.([]any)
 		if !ok {
-			return nil, invalidf("%s must be an array, not %s", path, describe(v))
+			return nil, invalidf("%s must be an array, not %s", c.path(), describe(v))
 		}
 		for i := range list {
-			checked, err := checkValue(list[i], t.Elem(), path+"["+strconv.Itoa(i)+"]", tool)
+			checked, err := c.in(pathStep{index: i, kind: 'i'}, list[i], t.Elem())
 			if err != nil {
 				return nil, err
 			}
@@ -109,32 +300,54 @@ func checkValue(v any, t reflect.Type, path, tool string) (any, error) {
 	case reflect.Map:
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, invalidf("%s must be an object, not %s", path, describe(v))
+			return nil, invalidf("%s must be an object, not %s", c.path(), describe(v))
 		}
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			checked, err := checkValue(m[k], t.Elem(), path+"."+k, tool)
+		check := func(k string) error {
+			checked, err := c.in(pathStep{name: k, kind: 'k'}, m[k], t.Elem())
 			if err != nil {
-				return nil, err
+				return err
 			}
 			m[k] = checked
+			return nil
+		}
+		if err := c.members(m, check); err != nil {
+			return nil, err
 		}
 		return m, nil
 	case reflect.String:
 		if _, ok := v.(string); !ok {
-			return nil, invalidf("%s must be a string, not %s", path, describe(v))
+			return nil, invalidf("%s must be a string, not %s", c.path(), describe(v))
 		}
 	case reflect.Bool:
 		if _, ok := v.(bool); !ok {
-			return nil, invalidf("%s must be true or false, not %s", path, describe(v))
+			return nil, invalidf("%s must be true or false, not %s", c.path(), describe(v))
 		}
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		n, ok := wholeNumber(v)
 		if !ok {
-			return nil, invalidf("%s must be an integer, not %s", path, describe(v))
+			return nil, invalidf("%s must be an integer, not %s", c.path(), describe(v))
 		}
 		return n, nil
 	}
 	return v, nil
+}
+
+// members runs check on each member of m, and when one is refused, again in name order
+// up to the first refused: a call with several faults always hears of the same one. The
+// first pass goes in the map's order, as sorting the names of every object of every call
+// cost more than the check; a member checked twice is checked as it was returned the
+// first time, which passes again.
+func (c *argCheck) members(m map[string]any, check func(k string) error) error {
+	for k := range m {
+		if check(k) != nil {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				if err := check(k); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // wholeNumber reads a JSON number that is a whole number as an int64, saturating one

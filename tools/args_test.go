@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -97,5 +98,70 @@ func TestErrorText(t *testing.T) {
 		if got := text(res); !res.IsError || !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s(%v) = %q, want %q", tc.tool, tc.args, got, tc.want)
 		}
+	}
+}
+
+// TestSetArgAsUnmarshal checks that setArg sets every tool's arguments as writing the
+// checked values out and reading them back with json.Unmarshal did: the same value for
+// each kind of field (strings of named types, pointers, embedded structs, maps, slices of
+// structs, a type that reads its own JSON), into a fresh value and into one that holds
+// values already.
+func TestSetArgAsUnmarshal(t *testing.T) {
+	cases := []struct {
+		typ  reflect.Type
+		args string
+	}{
+		{reflect.TypeFor[runArgs](), `{"name":"n","maxParallel":3,"failFast":true,"idempotencyKey":"k","detach":false,"executor":"kubernetes",
+			"tasks":[{"id":"a","command":"true","dependsOn":["b","c"],"cwd":"d","env":{"A":"1","B":""},"timeoutSec":9223372036854775807,
+			"retries":2,"sandbox":"read-only","network":"off","executor":"local","resources":{"cpu":"500m","memory":"1Gi"}},
+			{"id":"b","command":"x","env":null,"dependsOn":[],"resources":null},{"id":"c","command":"y","retries":1e2}]}`},
+		{reflect.TypeFor[ioArgs](), `{"sessionId":"s","input":"ls\n","keys":["C-c","Enter"],"since":-3,"end":1e300,"run":"r","paste":true,
+			"waitPort":80,"cols":100,"rows":null,"waitFor":"x$","idleMs":5,"timeoutMs":0,"maxBytes":16,"raw":true,"screen":"styled"}`},
+		{reflect.TypeFor[ioArgs](), `{"sessionId":"s","screen":true}`},
+		{reflect.TypeFor[ioArgs](), `{"sessionId":"s","screen":false,"keys":null}`},
+		{reflect.TypeFor[openArgs](), `{"command":"bash","env":{"X":"y"},"integration":true,"sandbox":"off","cols":1,"rows":2,"screen":null}`},
+		{reflect.TypeFor[statusArgs](), `{"graphId":"g","taskIds":["a"],"logTail":0,"logLines":3,"logOffset":4,"logLimit":5,"waitMs":6,"until":"change","cursor":"c"}`},
+		{reflect.TypeFor[cancelArgs](), `{"graphId":"g","taskIds":["a","b"],"graceMs":100}`},
+		{reflect.TypeFor[listArgs](), `{}`},
+		{reflect.TypeFor[graphArgs](), `{"graphId":"g"}`},
+		{reflect.TypeFor[closeArgs](), `{"sessionId":"s"}`},
+		{reflect.TypeFor[shellListArgs](), `{}`},
+	}
+	// checked is the arguments as checkValue returns them, decoded afresh each time
+	// (checkValue changes what it is given).
+	checked := func(t *testing.T, typ reflect.Type, args string) any {
+		dec := json.NewDecoder(strings.NewReader(args))
+		dec.UseNumber()
+		var raw any
+		if err := dec.Decode(&raw); err != nil {
+			t.Fatal(err)
+		}
+		v, err := checkValue(raw, typ, "", "tool")
+		if err != nil {
+			t.Fatalf("checkValue: %v", err)
+		}
+		return v
+	}
+	// asText sets dst the way decodeArgs did before setArg.
+	asText := func(t *testing.T, dst any, v any) {
+		text, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(text, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.typ.Name(), func(t *testing.T) {
+			got, want := reflect.New(tc.typ), reflect.New(tc.typ)
+			if err := setArg(got.Elem(), checked(t, tc.typ, tc.args)); err != nil {
+				t.Fatalf("setArg: %v", err)
+			}
+			asText(t, want.Interface(), checked(t, tc.typ, tc.args))
+			if !reflect.DeepEqual(got.Interface(), want.Interface()) {
+				t.Errorf("\nsetArg         %+v\njson.Unmarshal %+v", got.Elem().Interface(), want.Elem().Interface())
+			}
+		})
 	}
 }

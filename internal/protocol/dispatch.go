@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,11 +116,27 @@ type toolCall struct {
 	Meta      json.RawMessage `json:"_meta"`
 }
 
-// toolCallOf reads a tools/call's params; params that do not decode (which mcp-go then
-// refuses) read as no name, which is neither a read-only tool nor one that never waits.
+// toolCallOf reads a tools/call's params, valid JSON, scanning rather than decoding them
+// (the arguments are the line's own bytes: see members); params that would not decode
+// into a toolCall (which mcp-go then refuses) read as no name, which is neither a
+// read-only tool nor one that never waits.
 func toolCallOf(params json.RawMessage) toolCall {
 	var tc toolCall
-	if json.Unmarshal(params, &tc) != nil {
+	var name json.RawMessage
+	if !walkMembers(params, func(n string, vs, ve int) {
+		v := params[vs:ve:ve]
+		switch {
+		case strings.EqualFold(n, "name"):
+			name = v
+		case strings.EqualFold(n, "arguments"):
+			tc.Arguments = v
+		case strings.EqualFold(n, "_meta"):
+			tc.Meta = v
+		}
+	}) {
+		return toolCall{}
+	}
+	if name != nil && json.Unmarshal(name, &tc.Name) != nil {
 		return toolCall{}
 	}
 	return tc

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -131,60 +132,73 @@ func exactly(name string) func(string) bool {
 // match takes starts and ends; of several, the last, as encoding/json takes. ok is false
 // when msg is no object or has no such member.
 //
-// msg is valid JSON: every line it is called on was decoded whole before (Session.Handle;
+// msg is valid JSON: every line it is called on was checked whole before (Session.Handle;
 // mcp-go's own output), and the spans it returns are of values within it. So it scans
 // rather than decodes: a tools/call of 100,000 tasks is a line of megabytes, and a decoder
 // copied each member's value and grew its buffer to the size of the line, for each of the
 // four spans a request takes (issue 29). On anything it does not expect it says ok false,
 // as the decoder did on bad JSON.
 func memberSpan(msg []byte, match func(string) bool) (start, end int, ok bool) {
-	i := skipSpace(msg, 0)
-	if i >= len(msg) || msg[i] != '{' {
+	start, end = -1, -1
+	if !walkMembers(msg, func(name string, vs, ve int) {
+		if match(name) {
+			start, end = vs, ve
+		}
+	}) {
 		return 0, 0, false
 	}
+	return start, end, start >= 0
+}
+
+// walkMembers calls visit with the name and the value's span of each member of the JSON
+// object msg, in order, and reports whether msg is an object it could read to its end
+// (visit may have been called for the members before a fault). msg is valid JSON, as
+// for memberSpan; values are skipped, not decoded.
+func walkMembers(msg []byte, visit func(name string, vs, ve int)) bool {
+	i := skipSpace(msg, 0)
+	if i >= len(msg) || msg[i] != '{' {
+		return false
+	}
 	i = skipSpace(msg, i+1)
-	start, end = -1, -1
 	if i < len(msg) && msg[i] == '}' {
-		return 0, 0, false
+		return true
 	}
 	for i < len(msg) {
 		ke, ok := skipString(msg, i)
 		if !ok {
-			return 0, 0, false
+			return false
 		}
 		name, ok := memberName(msg[i:ke])
 		if !ok {
-			return 0, 0, false
+			return false
 		}
 		i = skipSpace(msg, ke)
 		if i >= len(msg) || msg[i] != ':' {
-			return 0, 0, false
+			return false
 		}
 		vs := skipSpace(msg, i+1)
 		ve, ok := skipValue(msg, vs)
 		if !ok {
-			return 0, 0, false
+			return false
 		}
-		if match(name) {
-			start, end = vs, ve
-		}
+		visit(name, vs, ve)
 		i = skipSpace(msg, ve)
 		switch {
 		case i < len(msg) && msg[i] == ',':
 			i = skipSpace(msg, i+1)
 		case i < len(msg) && msg[i] == '}':
-			return start, end, start >= 0
+			return true
 		default:
-			return 0, 0, false
+			return false
 		}
 	}
-	return 0, 0, false
+	return false
 }
 
-// memberName is the name a member's quoted key spells: as it is, or, with an escape in it,
-// decoded.
+// memberName is the name a member's quoted key spells: as it is, or, with an escape or
+// bytes that are not UTF-8 in it, decoded (encoding/json reads those as U+FFFD).
 func memberName(quoted []byte) (string, bool) {
-	if bytes.IndexByte(quoted, '\\') < 0 {
+	if bytes.IndexByte(quoted, '\\') < 0 && utf8.Valid(quoted) {
 		return string(quoted[1 : len(quoted)-1]), true
 	}
 	var name string
@@ -302,7 +316,7 @@ func checkParams(method string, raw json.RawMessage, params map[string]json.RawM
 	if len(raw) > 0 && string(raw) != "null" && params == nil {
 		return invalidParams("%s: params must be an object, not %s", method, kindOf(raw))
 	}
-	if args, ok := params["arguments"]; method == "tools/call" && ok && string(args) != "null" && members(args) == nil {
+	if args, ok := params["arguments"]; method == "tools/call" && ok && string(args) != "null" && !isObject(args) {
 		return invalidParams("tools/call: params.arguments must be an object of the tool's arguments by name, not %s", kindOf(args))
 	}
 	return nil

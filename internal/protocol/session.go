@@ -272,8 +272,8 @@ func (s *Session) stopCalls() {
 // Handle does what one client message asks of the session and returns what mcp-go must
 // see of it, which the transport hands on, or nil. It never waits for a call to finish.
 func (s *Session) Handle(line []byte) []byte {
-	var m rpcMessage
-	if json.Unmarshal(line, &m) != nil || m.Method == "" || len(m.Result) > 0 {
+	m, ok := readMessage(line)
+	if !ok || m.Method == "" || len(m.Result) > 0 {
 		return line // mcp-go answers what does not parse; responses to its requests pass
 	}
 	params := members(m.Params)
@@ -552,13 +552,55 @@ func (s *Session) writeLine(line []byte) {
 	}
 }
 
-// members decodes a JSON object's members; nil when raw is not an object.
+// members returns a JSON object's members by name, of a name given twice the last, as
+// encoding/json decodes them into a map; nil when raw is not an object. raw must be valid
+// JSON (every message is checked whole when it is read: readMessage), and the values are
+// raw's own bytes, not copies, so raw must not change while they are used: a tools/call's
+// arguments are most of its line, megabytes for a big graph (issue 29).
 func members(raw json.RawMessage) map[string]json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
+	m := map[string]json.RawMessage{}
+	if !walkMembers(raw, func(name string, vs, ve int) { m[name] = raw[vs:ve:ve] }) {
 		return nil
 	}
 	return m
+}
+
+// isObject reports whether raw, valid JSON, is an object.
+func isObject(raw json.RawMessage) bool {
+	i := skipSpace(raw, 0)
+	return i < len(raw) && raw[i] == '{'
+}
+
+// readMessage reads a JSON-RPC message as json.Unmarshal would read it into an
+// rpcMessage (member names in any case, of several the last), and reports false where
+// that would fail: a line that is not valid JSON, not an object, or whose method is not a
+// string. Its raw members are line's own bytes (see members): the line is checked once
+// and scanned once, not decoded, and nothing of it is copied.
+func readMessage(line []byte) (rpcMessage, bool) {
+	var m rpcMessage
+	if !json.Valid(line) {
+		return m, false
+	}
+	var method json.RawMessage
+	if !walkMembers(line, func(name string, vs, ve int) {
+		v := json.RawMessage(line[vs:ve:ve])
+		switch {
+		case strings.EqualFold(name, "id"):
+			m.ID = v
+		case strings.EqualFold(name, "method"):
+			method = v
+		case strings.EqualFold(name, "params"):
+			m.Params = v
+		case strings.EqualFold(name, "result"):
+			m.Result = v
+		}
+	}) {
+		return m, false
+	}
+	if method != nil && json.Unmarshal(method, &m.Method) != nil {
+		return rpcMessage{}, false
+	}
+	return m, true
 }
 
 func invalidParams(format string, args ...any) *rpcError {

@@ -68,3 +68,64 @@ func FuzzMemberSpan(f *testing.F) {
 		}
 	})
 }
+
+// FuzzScannedReads checks the readers that scan a message rather than decode it
+// (readMessage, members, toolCallOf) against encoding/json decoding the same text into
+// the same shapes, on every input: valid JSON or not, an object or not.
+func FuzzScannedReads(f *testing.F) {
+	for _, s := range spanSeeds {
+		f.Add(s)
+	}
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tasks_run","arguments":{"tasks":[]}}}`,
+		`{"METHOD":"a","method":"b","Params":{"NAME":"x","name":"y","Arguments":null}}`,
+		`{"method":5}`,
+		`{"method":null,"result":{}}`,
+		`{"name":7,"arguments":{}}`,
+		`{"name":"x","arguments":[1]} `,
+		`{"a":1,"a":2}`,
+		`not json`,
+		``,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		raw := []byte(msg)
+		var want rpcMessage
+		wantOK := json.Unmarshal(raw, &want) == nil
+		got, ok := readMessage(raw)
+		if ok != wantOK || ok && (got.Method != want.Method || !sameRaw(got.ID, want.ID) || !sameRaw(got.Params, want.Params) || !sameRaw(got.Result, want.Result)) {
+			t.Errorf("readMessage(%q) = %+v, %v; json.Unmarshal gives %+v, %v", msg, got, ok, want, wantOK)
+		}
+		if !json.Valid(raw) {
+			return // members and toolCallOf read only what readMessage accepted
+		}
+		var wantMembers map[string]json.RawMessage
+		if json.Unmarshal(raw, &wantMembers) != nil {
+			wantMembers = nil
+		}
+		gotMembers := members(raw)
+		if (gotMembers == nil) != (wantMembers == nil) || len(gotMembers) != len(wantMembers) {
+			t.Fatalf("members(%q) = %q; json.Unmarshal gives %q", msg, gotMembers, wantMembers)
+		}
+		for k, v := range wantMembers {
+			if !sameRaw(gotMembers[k], v) {
+				t.Errorf("members(%q)[%q] = %q; json.Unmarshal gives %q", msg, k, gotMembers[k], v)
+			}
+		}
+		var wantCall toolCall
+		if json.Unmarshal(raw, &wantCall) != nil {
+			wantCall = toolCall{}
+		}
+		gotCall := toolCallOf(raw)
+		if gotCall.Name != wantCall.Name || !sameRaw(gotCall.Arguments, wantCall.Arguments) || !sameRaw(gotCall.Meta, wantCall.Meta) {
+			t.Errorf("toolCallOf(%q) = %+v; json.Unmarshal gives %+v", msg, gotCall, wantCall)
+		}
+		if isObject(raw) != (wantMembers != nil) {
+			t.Errorf("isObject(%q) = %v", msg, isObject(raw))
+		}
+	})
+}
+
+// sameRaw compares raw values as json.RawMessage holds them: nil and empty alike.
+func sameRaw(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
