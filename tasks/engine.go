@@ -306,6 +306,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	// Last, once every task of this engine is reaped: the archiver's thread may have
 	// forked some of them (see spool.go).
 	e.archiver.Close()
+	e.local.Close()
 	return nil
 }
 

@@ -24,8 +24,10 @@ func TestLocalExecutor_Conformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := t.TempDir()
+	ex := tasks.NewLocalExecutor(nil, nil)
+	t.Cleanup(func() { ex.Close() })
 	executortest.Run(t, executortest.Harness{
-		Executor:  tasks.NewLocalExecutor(nil, nil),
+		Executor:  ex,
 		Workspace: tasks.WorkspaceID("host", ws),
 		Attempt: func(t *testing.T, id tasks.AttemptID, command, cwd string, env []string) tasks.Attempt {
 			dir := filepath.Join(ws, cwd)

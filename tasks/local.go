@@ -31,8 +31,9 @@ type LocalExecutor struct {
 	shell    string
 	log      *slog.Logger
 
-	mu   sync.Mutex
-	runs map[AttemptID]*localRun
+	mu    sync.Mutex
+	runs  map[AttemptID]*localRun
+	stdin *os.File // /dev/null, every command's standard input: opened at the first start
 }
 
 // localRun is one attempt's process. Its fields after started are set once Start is
@@ -133,12 +134,17 @@ func (l *LocalExecutor) spawn(a Attempt) (*exec.Cmd, *pump, int64, error) {
 		log.close()
 		return nil, nil, 0, fmt.Errorf("cannot open the log: %v", err)
 	}
-	r, w, err := os.Pipe()
+	stdin, err := l.devNull()
+	if err != nil {
+		log.close()
+		return nil, nil, 0, fmt.Errorf("cannot open %s for its input: %v", os.DevNull, err)
+	}
+	r, w, err := outputPipe()
 	if err != nil {
 		log.close()
 		return nil, nil, 0, fmt.Errorf("cannot create the pipe for its output: %v", err)
 	}
-	cmd, err := l.startCommand(a, w)
+	cmd, err := l.startCommand(a, stdin, w)
 	// The child has its own copy of the write end once started: this one would keep the
 	// pipe from ever reaching end of file.
 	w.Close()
@@ -179,9 +185,10 @@ var errNotRegular = errors.New("not a regular file")
 // stdout and stderr. a.Env ends with the task's marker (taskMarker), which lets a later
 // runner find every process of the task, grandchildren included, even if this runner dies
 // before it records the task's pid.
-func (l *LocalExecutor) startCommand(a Attempt, out *os.File) (*exec.Cmd, error) {
+func (l *LocalExecutor) startCommand(a Attempt, stdin, out *os.File) (*exec.Cmd, error) {
 	prepare := func(cmd *exec.Cmd) *exec.Cmd {
 		cmd.Env = a.Env
+		cmd.Stdin = stdin
 		cmd.Stdout, cmd.Stderr = out, out // one *os.File, passed to the child as is: one pipe
 		cmd.SysProcAttr = taskProcAttr()
 		return cmd
@@ -203,6 +210,35 @@ func (l *LocalExecutor) startCommand(a Attempt, out *os.File) (*exec.Cmd, error)
 		return nil, fmt.Errorf("cannot start: %v", err)
 	}
 	return cmd, nil
+}
+
+// devNull is the executor's /dev/null, every command's standard input (a task has no
+// terminal and nothing to read), opened once: os/exec opened it again for every start,
+// with the poller set-up of a new file, seven system calls a start (issue 29).
+func (l *LocalExecutor) devNull() (*os.File, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stdin == nil {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, err
+		}
+		l.stdin = f
+	}
+	return l.stdin, nil
+}
+
+// Close lets go of what the executor holds open for its starts. Nothing may start once it
+// is called; the commands started may run on.
+func (l *LocalExecutor) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stdin == nil {
+		return nil
+	}
+	err := l.stdin.Close()
+	l.stdin = nil
+	return err
 }
 
 // reap waits for r's process, its output included. The exit is first observed without

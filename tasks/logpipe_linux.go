@@ -54,3 +54,21 @@ func spliceOnce(rfd, wfd int) (int, error) {
 	n, err := unix.Splice(rfd, nil, wfd, nil, spliceChunk, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
 	return int(n), err
 }
+
+// outputPipe returns a pipe for a command's output: the read end non-blocking, for the
+// poller (the pump's reads have a deadline), the write end blocking, as the command gets
+// it. os.Pipe makes both ends non-blocking and registers both with the poller, and os/exec
+// then makes the write end blocking again: five system calls a start for an end this
+// process only hands on and closes (issue 29).
+func outputPipe() (r, w *os.File, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	if err := unix.SetNonblock(p[0], true); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return nil, nil, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
+}

@@ -34,7 +34,9 @@ type fakeRemote struct {
 }
 
 func newFakeRemote(t *testing.T, ws string) *fakeRemote {
-	return &fakeRemote{inner: NewLocalExecutor(nil, nil), ws: ws, out: t.TempDir()}
+	inner := NewLocalExecutor(nil, nil)
+	t.Cleanup(func() { inner.Close() })
+	return &fakeRemote{inner: inner, ws: ws, out: t.TempDir()}
 }
 
 func (f *fakeRemote) Name() ExecutorName { return ExecutorKubernetes }

@@ -192,6 +192,12 @@ func (ws *Workspace) check(dir, resolved string) error {
 	if !within(ws.Root, resolved) {
 		return fmt.Errorf("cwd %s: %w %s (it resolves to %s)", quote.Short(dir), ErrOutside, ws.Root, resolved)
 	}
+	if resolved == ws.Root {
+		// The refusal below needs a state directory that holds resolved and not the root:
+		// for the root itself, the cwd of nearly every task, that cannot be, and resolving
+		// the state directories again was seven lstat calls a task start (issue 29).
+		return nil
+	}
 	for _, state := range []string{ws.StateDir, ws.ArtifactsDir} {
 		if real, err := filepath.EvalSymlinks(state); err == nil {
 			state = real
