@@ -9,6 +9,8 @@
 //                default arguments (log tails included) until the graph is done.
 //   engine-tail0 the same with logTail 0: the answer without log text, which is how this
 //                bench measured before issue 29.
+//   engine-nosandbox the same as engine with `--sandbox off`: what the sandbox (on by
+//                default) costs a task start, the way a client sees it (issue 29: ≤ 1.1x).
 //   make-shell   GNU make -j with SHELL := /bin/bash and the recipe `true;`: a bash per
 //                recipe. The issue's target baseline.
 //   make         GNU make -j with its default /bin/sh and the recipe `true`: make execs
@@ -122,7 +124,7 @@ async function runEngine(spec, sh, command, parallel, statusArgs = {}) {
   const ws = tempDir('dag-ws');
   let srv;
   try {
-    srv = await start(harnessSpec(spec.bin, ws, ['--max-parallel', String(parallel)], spec.name));
+    srv = await start(harnessSpec(spec.bin, ws, ['--max-parallel', String(parallel), ...(spec.args || [])], spec.name));
     return await timeEngine(srv, sh, command, parallel, statusArgs);
   } finally {
     await srv?.close();
@@ -172,6 +174,7 @@ function runnersFor(bin, oldBin, dir, sh, command, parallel) {
   const all = {
     engine: () => runEngine({ bin }, sh, command, parallel),
     'engine-tail0': () => runEngine({ bin }, sh, command, parallel, { logTail: 0 }),
+    'engine-nosandbox': () => runEngine({ bin, args: ['--sandbox', 'off'] }, sh, command, parallel),
     'engine-old': oldBin && (() => runEngine({ bin: oldBin, name: OLD }, sh, command, parallel)),
     'make-shell': have('make') && (() => runScript(dir, `make -s -f Makefile.shell -j ${j} all`)),
     make: have('make') && (() => runScript(dir, `make -s -f Makefile.direct -j ${j} all`)),

@@ -216,6 +216,7 @@ if (dag) {
     const label = {
       'engine-old': oldName,
       'engine-tail0': 'mcp-harness, tasks_status with logTail 0 (fresh server each)',
+      'engine-nosandbox': 'mcp-harness with --sandbox off (fresh server each)',
       'make-shell': `make -j${j}, a bash per recipe (\`${cmd};\`)`,
       make: `make -j${j} exec'ing \`${cmd}\``,
       ninja: `ninja -j${j}, \`command = ${cmd}\` (sh -c)`,
@@ -231,8 +232,13 @@ if (dag) {
       const r = ratio(h.wallMs, t.wallMs);
       const isBase = who === 'make-shell' && limit != null;
       const isMake = who === 'make' && limit != null && c.wide; // issue 29: ≤ 1.3x make exec'ing true
-      const target = isBase ? `≤ ${limit.toFixed(1)}` : isMake ? '≤ 1.3' : '—';
-      row(g, `${c.name}: wall time`, fmtSpread(h.wall), label[who] || who, fmtSpread(t.wall), fmtRatio(r), target, isBase ? r <= limit : isMake ? r <= 1.3 : null);
+      const isSandbox = who === 'engine-nosandbox'; // issue 29: the sandbox costs a start ≤ 1.1x
+      const bound = isBase ? limit : isMake ? 1.3 : isSandbox ? 1.1 : null;
+      row(g, `${c.name}: wall time`, fmtSpread(h.wall), label[who] || who, fmtSpread(t.wall), fmtRatio(r), bound != null ? `≤ ${bound.toFixed(1)}` : '—', bound != null ? r <= bound : null);
+      if (isSandbox && limit != null) {
+        issueRow(`sandbox on ÷ off, ${c.wide ? `${c.tasks} independent` : `a chain of ${c.tasks}`} \`true\` through the server`, `${label[who]} ${fmtSpread(t.wall)}`,
+          fmtSpread(h.wall), fmtRatio(r), '≤ 1.1x', r <= 1.1, '—');
+      }
     }
     if (c.pairedRatioMake) row(g, `${c.name}: engine ÷ make exec'ing, per repetition`, fmtSpread(c.pairedRatioMake, (x) => x.toFixed(2)), '—', '—', '—');
     if (c.pairedRatio) row(g, `${c.name}: engine ÷ make-shell, per repetition`, fmtSpread(c.pairedRatio, (x) => x.toFixed(2)), '—', '—', '—');
