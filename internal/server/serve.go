@@ -16,7 +16,9 @@ import (
 // of garbage from leaving it holding twice its live heap, as the collector's default
 // pacing allows. It must stay above the live heap: below it, the collector runs all
 // the time (a server with eight full 4 MiB rings under a flat 32 MiB limit read 20 MB
-// 2-4x slower, at three times the CPU). GOMEMLIMIT, when set, wins.
+// 2-4x slower, at three times the CPU). A tools/call of a megabyte or more lifts it while
+// it runs (internal/protocol), since its decoded forms alone may pass it. GOMEMLIMIT, when
+// set, wins.
 const memoryLimit = 32 << 20
 
 func setMemoryLimit(cfg Config) {
