@@ -84,13 +84,13 @@ func setArg(dst reflect.Value, v any) error {
 		if !ok {
 			return setArgFromText(dst, v)
 		}
-		index := fieldIndexes(t)
+		fields := jsonFields(t)
 		for k, x := range m {
-			path, ok := index[k]
+			field, ok := fields[k]
 			if !ok {
 				continue // json.Unmarshal ignores it too; checkValue refused it already
 			}
-			f, err := dst.FieldByIndexErr(path)
+			f, err := dst.FieldByIndexErr(field.index)
 			if err != nil {
 				return setArgFromText(dst, v) // through a nil embedded pointer: none here
 			}
@@ -165,41 +165,6 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// fieldIndexes maps the JSON names of a struct's fields to their indexes, as jsonFields
-// maps them to their types; made once per type and shared, like it.
-func fieldIndexes(t reflect.Type) map[string][]int {
-	if m, ok := indexesOfType.Load(t); ok {
-		return m.(map[string][]int)
-	}
-	m, _ := indexesOfType.LoadOrStore(t, readFieldIndexes(t))
-	return m.(map[string][]int)
-}
-
-var indexesOfType sync.Map
-
-func readFieldIndexes(t reflect.Type) map[string][]int {
-	out := map[string][]int{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch {
-		case name == "-":
-			continue
-		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
-			for k, sub := range fieldIndexes(f.Type) {
-				out[k] = append([]int{i}, sub...)
-			}
-			continue
-		case !f.IsExported():
-			continue
-		case name == "":
-			name = f.Name
-		}
-		out[name] = []int{i}
-	}
-	return out
-}
-
 // checkValue checks a decoded JSON value against the Go type it will be decoded into and
 // returns it, with integers too large for 64 bits saturated. path names the value in
 // messages ("" for the arguments themselves); tool names the tool they are for.
@@ -269,11 +234,11 @@ func (c *argCheck) value(v any, t reflect.Type) (any, error) {
 		}
 		fields := jsonFields(t)
 		check := func(k string) error {
-			ft, ok := fields[k]
+			field, ok := fields[k]
 			if !ok {
 				return unknownField(c.path(), c.tool, k, t)
 			}
-			checked, err := c.in(pathStep{name: k, kind: 'f'}, m[k], ft)
+			checked, err := c.in(pathStep{name: k, kind: 'f'}, m[k], field.typ)
 			if err != nil {
 				return err
 			}
@@ -426,22 +391,29 @@ func unknownField(path, tool, name string, t reflect.Type) error {
 	return invalidf("%s has no field %s%s; its fields are: %s", path, quote.Short(name), guess, strings.Join(names, ", "))
 }
 
+// jsonField is a struct field as the arguments name it: its type, and its index (through
+// embedded structs) for reflect.Value.FieldByIndex.
+type jsonField struct {
+	typ   reflect.Type
+	index []int
+}
+
 // jsonFields maps the JSON names of a struct's fields, those of embedded structs
-// included, to their types. The map is made once per type and shared: it is looked up
+// included, to the fields. The map is made once per type and shared: it is looked up
 // for every object of every call (each task of a tasks_run), and must not be changed.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
+func jsonFields(t reflect.Type) map[string]jsonField {
 	if m, ok := fieldsOfType.Load(t); ok {
-		return m.(map[string]reflect.Type)
+		return m.(map[string]jsonField)
 	}
 	m, _ := fieldsOfType.LoadOrStore(t, readJSONFields(t))
-	return m.(map[string]reflect.Type)
+	return m.(map[string]jsonField)
 }
 
 // fieldsOfType holds jsonFields' maps by type.
 var fieldsOfType sync.Map
 
-func readJSONFields(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
+func readJSONFields(t reflect.Type) map[string]jsonField {
+	out := map[string]jsonField{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -449,8 +421,8 @@ func readJSONFields(t reflect.Type) map[string]reflect.Type {
 		case name == "-":
 			continue
 		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
-			for k, v := range jsonFields(f.Type) {
-				out[k] = v
+			for k, sub := range jsonFields(f.Type) {
+				out[k] = jsonField{typ: sub.typ, index: append([]int{i}, sub.index...)}
 			}
 			continue
 		case !f.IsExported():
@@ -458,7 +430,7 @@ func readJSONFields(t reflect.Type) map[string]reflect.Type {
 		case name == "":
 			name = f.Name
 		}
-		out[name] = f.Type
+		out[name] = jsonField{typ: f.Type, index: []int{i}}
 	}
 	return out
 }
