@@ -18,7 +18,6 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
@@ -169,22 +168,12 @@ type toolCall struct {
 // into a toolCall (which mcp-go then refuses) read as no name, which is neither a
 // read-only tool nor one that never waits.
 func toolCallOf(params json.RawMessage) toolCall {
-	var tc toolCall
-	var name json.RawMessage
-	if !walkMembers(params, func(n string, vs, ve int) {
-		v := params[vs:ve:ve]
-		switch {
-		case strings.EqualFold(n, "name"):
-			name = v
-		case strings.EqualFold(n, "arguments"):
-			tc.Arguments = v
-		case strings.EqualFold(n, "_meta"):
-			tc.Meta = v
-		}
-	}) {
+	v, ok := foldedMembers(params, "name", "arguments", "_meta")
+	if !ok {
 		return toolCall{}
 	}
-	if name != nil && json.Unmarshal(name, &tc.Name) != nil {
+	tc := toolCall{Arguments: v[1], Meta: v[2]}
+	if v[0] != nil && json.Unmarshal(v[0], &tc.Name) != nil {
 		return toolCall{}
 	}
 	return tc

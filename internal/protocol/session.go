@@ -577,30 +577,35 @@ func isObject(raw json.RawMessage) bool {
 // string. Its raw members are line's own bytes (see members): the line is checked once
 // and scanned once, not decoded, and nothing of it is copied.
 func readMessage(line []byte) (rpcMessage, bool) {
-	var m rpcMessage
 	if !json.Valid(line) {
-		return m, false
+		return rpcMessage{}, false
 	}
-	var method json.RawMessage
-	if !walkMembers(line, func(name string, vs, ve int) {
-		v := json.RawMessage(line[vs:ve:ve])
-		switch {
-		case strings.EqualFold(name, "id"):
-			m.ID = v
-		case strings.EqualFold(name, "method"):
-			method = v
-		case strings.EqualFold(name, "params"):
-			m.Params = v
-		case strings.EqualFold(name, "result"):
-			m.Result = v
-		}
-	}) {
-		return m, false
+	v, ok := foldedMembers(line, "id", "method", "params", "result")
+	if !ok {
+		return rpcMessage{}, false
 	}
-	if method != nil && json.Unmarshal(method, &m.Method) != nil {
+	m := rpcMessage{ID: v[0], Params: v[2], Result: v[3]}
+	if v[1] != nil && json.Unmarshal(v[1], &m.Method) != nil {
 		return rpcMessage{}, false
 	}
 	return m, true
+}
+
+// foldedMembers returns the values of the members of the JSON object raw (valid JSON)
+// with the given names, as encoding/json reads an object into a struct's fields: a name
+// in any case, of several spellings the last; nil for a name not there. It reports false
+// when raw is no object. The values are raw's own bytes, as members returns them.
+func foldedMembers(raw []byte, names ...string) ([]json.RawMessage, bool) {
+	values := make([]json.RawMessage, len(names))
+	ok := walkMembers(raw, func(name string, vs, ve int) {
+		for i, n := range names {
+			if strings.EqualFold(name, n) {
+				values[i] = raw[vs:ve:ve]
+				return
+			}
+		}
+	})
+	return values, ok
 }
 
 func invalidParams(format string, args ...any) *rpcError {
