@@ -65,88 +65,73 @@ func (s *Session) dispatch(m rpcMessage, id string, line []byte) {
 		defer s.wg.Done()
 		defer cancel()
 		if big {
-			liftMemoryLimit()
+			bigCallBegins()
 		}
 		resp := s.serve(ctx, line)
 		if big {
 			line = nil
-			restoreMemoryLimit()
 			// Before the answer, so that what the client sees next is the server's
 			// footprint after the call, not during it.
-			returnMemory()
+			bigCallEnds()
 		}
 		s.finish(id, c, resp)
 	}()
 }
 
-// bigCall is the size of a tools/call line from which the memory its decoding took is
-// handed back to the system before it is answered (returnMemory).
+// bigCall is the size of a tools/call line from which the call runs without the soft
+// memory limit, and the memory its decoding took is handed back to the system before it is
+// answered (bigCallBegins, bigCallEnds).
 const bigCall = 1 << 20
 
 // memoryReturnGap is the least time between two returns of memory.
 const memoryReturnGap = 2 * time.Second
 
-// memoryReturn serializes returnMemory and remembers when it last ran.
-var memoryReturn struct {
-	sync.Mutex
-	last time.Time
-}
-
-// returnMemory collects the garbage a big call left and hands the free memory back to
-// the system at once. The copies and decoded forms of a tasks_run of 100,000 tasks are a
-// few hundred megabytes, garbage once it is served; the runtime would keep much of it
-// mapped for minutes, the server's footprint twice its live heap while it holds the
-// graph (issue 29). A full collection costs work in proportion to the live heap, so it
-// runs for one big call at a time and at most once in memoryReturnGap: big calls back to
-// back get one, not one each.
-func returnMemory() {
-	if !memoryReturn.TryLock() {
-		return
-	}
-	defer memoryReturn.Unlock()
-	if time.Since(memoryReturn.last) < memoryReturnGap {
-		return
-	}
-	debug.FreeOSMemory()
-	memoryReturn.last = time.Now()
-}
-
-// bigCalls counts the big calls running, and holds the memory limit they lifted.
+// bigCalls is what the big calls running share: how many they are, the memory limit the
+// first of them lifted, and when memory was last handed back.
 var bigCalls struct {
 	sync.Mutex
-	n     int
-	limit int64
+	n        int
+	limit    int64
+	returned time.Time
 }
 
-// liftMemoryLimit lifts the runtime's soft memory limit for a big call, until
-// restoreMemoryLimit. The server sets one (internal/server) that keeps its idle
-// footprint near its live heap; the decoded forms of a tasks_run of 100,000 tasks are
-// live at once and go past it, and beyond the limit the collector runs all the time: such
-// a call cost 27-30 µs a task under the limit and 20-22 µs without, in a graph that
-// costs 18-21 µs a task at 10,000 tasks (issue 29). The call's peak is higher (about 340
-// MiB instead of 250 at 100,000 tasks); returnMemory hands it back before the answer. A
-// limit the user set with GOMEMLIMIT is kept.
-func liftMemoryLimit() {
-	if userMemoryLimit {
-		return
-	}
+// bigCallBegins lifts the runtime's soft memory limit for a big call, until the last big
+// call running ends. The server sets one (internal/server) that keeps its idle footprint
+// near its live heap; the decoded forms of a tasks_run of 100,000 tasks are live at once
+// and go past it, and beyond the limit the collector runs all the time: such a call cost
+// 27-30 µs a task under the limit and 20-22 µs without, in a graph that costs 18-21 µs a
+// task at 10,000 tasks (issue 29). The call's peak is higher (about 340 MiB instead of 250
+// at 100,000 tasks). A limit the user set with GOMEMLIMIT is kept.
+func bigCallBegins() {
 	bigCalls.Lock()
 	defer bigCalls.Unlock()
-	if bigCalls.n == 0 {
+	if bigCalls.n == 0 && !userMemoryLimit {
 		bigCalls.limit = debug.SetMemoryLimit(math.MaxInt64)
 	}
 	bigCalls.n++
 }
 
-// restoreMemoryLimit puts the limit back once the last big call is through.
-func restoreMemoryLimit() {
-	if userMemoryLimit {
-		return
-	}
+// bigCallEnds ends a big call. Once the last one running is through, it puts the limit
+// back, collects the garbage the calls left and hands the free memory back to the system
+// at once: the copies and decoded forms of a tasks_run of 100,000 tasks are a few hundred
+// megabytes, garbage once it is served, and the runtime would keep much of it mapped for
+// minutes, the server's footprint twice its live heap while it holds the graph (issue
+// 29). A full collection costs work in proportion to the live heap, so it runs at most
+// once in memoryReturnGap: big calls back to back get one, not one each.
+func bigCallEnds() {
 	bigCalls.Lock()
-	defer bigCalls.Unlock()
-	if bigCalls.n--; bigCalls.n == 0 {
+	bigCalls.n--
+	last := bigCalls.n == 0
+	if last && !userMemoryLimit {
 		debug.SetMemoryLimit(bigCalls.limit)
+	}
+	collect := last && time.Since(bigCalls.returned) >= memoryReturnGap
+	if collect {
+		bigCalls.returned = time.Now()
+	}
+	bigCalls.Unlock()
+	if collect {
+		debug.FreeOSMemory()
 	}
 }
 

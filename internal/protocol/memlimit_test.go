@@ -17,16 +17,16 @@ func TestBigCallsLiftTheMemoryLimit(t *testing.T) {
 	t.Cleanup(func() { debug.SetMemoryLimit(old) })
 	limit := func() int64 { return debug.SetMemoryLimit(-1) }
 
-	liftMemoryLimit()
+	bigCallBegins()
 	if got := limit(); got != math.MaxInt64 {
 		t.Fatalf("during a big call the limit is %d, want none", got)
 	}
-	liftMemoryLimit() // a second big call, overlapping
-	restoreMemoryLimit()
+	bigCallBegins() // a second big call, overlapping
+	bigCallEnds()
 	if got := limit(); got != math.MaxInt64 {
 		t.Fatalf("with one big call still running the limit is %d, want none", got)
 	}
-	restoreMemoryLimit()
+	bigCallEnds()
 	if got := limit(); got != serverLimit {
 		t.Fatalf("after the big calls the limit is %d, want the server's %d back", got, serverLimit)
 	}
