@@ -43,7 +43,7 @@ func decodeArgs(tool string, req mcp.CallToolRequest, dst any) error {
 		raw = a
 	}
 	target := reflect.ValueOf(dst).Elem()
-	checked, err := checkValue(raw, target.Type(), "", tool)
+	checked, err := checkValue(raw, target.Type(), tool)
 	if err != nil {
 		return err
 	}
@@ -90,11 +90,9 @@ func setArg(dst reflect.Value, v any) error {
 			if !ok {
 				continue // json.Unmarshal ignores it too; checkValue refused it already
 			}
-			f, err := dst.FieldByIndexErr(field.index)
-			if err != nil {
-				return setArgFromText(dst, v) // through a nil embedded pointer: none here
-			}
-			if err := setArg(f, x); err != nil {
+			// jsonFields follows embedded structs, never embedded pointers: the path has no
+			// nil on it.
+			if err := setArg(dst.FieldByIndex(field.index), x); err != nil {
 				return err
 			}
 		}
@@ -165,11 +163,11 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// checkValue checks a decoded JSON value against the Go type it will be decoded into and
-// returns it, with integers too large for 64 bits saturated. path names the value in
-// messages ("" for the arguments themselves); tool names the tool they are for.
-func checkValue(v any, t reflect.Type, path, tool string) (any, error) {
-	c := argCheck{tool: tool, root: path}
+// checkValue checks decoded JSON arguments against the Go type they will be decoded into
+// and returns them, with integers too large for 64 bits saturated; tool names the tool
+// they are for.
+func checkValue(v any, t reflect.Type, tool string) (any, error) {
+	c := argCheck{tool: tool}
 	return c.value(v, t)
 }
 
@@ -178,7 +176,6 @@ func checkValue(v any, t reflect.Type, path, tool string) (any, error) {
 // cost a string for each of the hundreds of thousands of values of a big tasks_run.
 type argCheck struct {
 	tool  string
-	root  string
 	steps []pathStep
 }
 
@@ -191,7 +188,7 @@ type pathStep struct {
 
 // path names the value being checked, as the refusals name it: tasks[2].env.A.
 func (c *argCheck) path() string {
-	p := c.root
+	p := ""
 	for _, s := range c.steps {
 		switch s.kind {
 		case 'f':
@@ -227,7 +224,7 @@ func (c *argCheck) value(v any, t reflect.Type) (any, error) {
 	case reflect.Struct:
 		m, ok := v.(map[string]any)
 		if !ok {
-			if len(c.steps) == 0 && c.root == "" {
+			if len(c.steps) == 0 {
 				return nil, invalidf("the arguments must be a JSON object, not %s", describe(v))
 			}
 			return nil, invalidf("%s must be an object, not %s", c.path(), describe(v))
@@ -245,7 +242,7 @@ func (c *argCheck) value(v any, t reflect.Type) (any, error) {
 			m[k] = checked
 			return nil
 		}
-		if err := c.members(m, check); err != nil {
+		if err := checkMembers(m, check); err != nil {
 			return nil, err
 		}
 		return m, nil
@@ -275,7 +272,7 @@ func (c *argCheck) value(v any, t reflect.Type) (any, error) {
 			m[k] = checked
 			return nil
 		}
-		if err := c.members(m, check); err != nil {
+		if err := checkMembers(m, check); err != nil {
 			return nil, err
 		}
 		return m, nil
@@ -297,12 +294,12 @@ func (c *argCheck) value(v any, t reflect.Type) (any, error) {
 	return v, nil
 }
 
-// members runs check on each member of m, and when one is refused, again in name order
+// checkMembers runs check on each member of m, and when one is refused, again in name order
 // up to the first refused: a call with several faults always hears of the same one. The
 // first pass goes in the map's order, as sorting the names of every object of every call
 // cost more than the check; a member checked twice is checked as it was returned the
 // first time, which passes again.
-func (c *argCheck) members(m map[string]any, check func(k string) error) error {
+func checkMembers(m map[string]any, check func(k string) error) error {
 	for k := range m {
 		if check(k) != nil {
 			for _, k := range slices.Sorted(maps.Keys(m)) {

@@ -136,7 +136,7 @@ func TestSetArgAsUnmarshal(t *testing.T) {
 		if err := dec.Decode(&raw); err != nil {
 			t.Fatal(err)
 		}
-		v, err := checkValue(raw, typ, "", "tool")
+		v, err := checkValue(raw, typ, "tool")
 		if err != nil {
 			t.Fatalf("checkValue: %v", err)
 		}
