@@ -1,13 +1,15 @@
 // Command mcp-harness is an MCP server (over stdio, or Streamable HTTP) that gives an AI
 // coding agent persistent PTY sessions and a durable task-DAG engine on one workspace.
 // This file only runs the command line of internal/cli and exits with the status it
-// gives; internal/server serves.
+// gives; internal/server serves. Kubernetes tasks and s3:// buckets run in a helper
+// executable, mcp-harness-remote (internal/remote).
 package main
 
 import (
 	"os"
 
 	"github.com/mcp-harness/mcp-harness/internal/cli"
+	"github.com/mcp-harness/mcp-harness/internal/remote"
 )
 
 // version is set at release time with -ldflags "-X main.version=..." (.goreleaser.yaml;
@@ -16,7 +18,16 @@ import (
 var version string
 
 func main() {
+	os.Exit(run())
+}
+
+// run runs the command line with Kubernetes and s3:// buckets reached through the remote
+// helper (internal/remote), and stops the helper, if it was started, before the exit.
+func run() int {
+	remote.Install()
+	defer remote.Shared.Close()
 	if err := cli.NewRootCommand(version).Execute(); err != nil {
-		os.Exit(cli.ExitStatus(err, os.Stderr))
+		return cli.ExitStatus(err, os.Stderr)
 	}
+	return 0
 }

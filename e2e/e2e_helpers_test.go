@@ -32,6 +32,9 @@ var binPath string
 // depend on the directory the tests run in.
 const mainPackage = "github.com/mcp-harness/mcp-harness"
 
+// helperPackage is the server's remote helper (internal/remote), built beside it.
+const helperPackage = mainPackage + "/cmd/mcp-harness-remote"
+
 // fakeOperatorEnv names the state directory in which the test binary, started as a fake
 // server (fakeop_linux_test.go), listens.
 const fakeOperatorEnv = "E2E_FAKE_OPERATOR"
@@ -45,12 +48,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// The server and, beside it where the server looks for it, its remote helper.
 	binPath = filepath.Join(dir, "mcp-harness")
-	args := []string{"build", "-o", binPath}
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	build := exec.Command("go", append(args, mainPackage)...)
+	build := exec.Command("go", append(args, mainPackage, helperPackage)...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building mcp-harness:", err)

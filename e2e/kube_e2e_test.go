@@ -1,4 +1,4 @@
-//go:build e2e
+//go:build e2e && linux
 
 package e2e
 
@@ -538,6 +538,42 @@ func readmeRBAC(t *testing.T) (*rbacv1.Role, *rbacv1.RoleBinding) {
 		t.Fatalf("the README's RBAC block is not a Role and a RoleBinding to a ServiceAccount: %+v %+v", role.TypeMeta, binding)
 	}
 	return &role, &binding
+}
+
+// The remote helper killed while a pod runs: the server starts another, which takes the
+// attempt over (its Job is not created twice), and the task ends as it ran, its log whole.
+func TestKube_HelperKilledWhileAPodRuns(t *testing.T) {
+	c := needCluster(t)
+	s := kubeServer(t, c, kubeWorkspace(t))
+	graphID := structuredOf(t, s.toolCall("tasks_run", map[string]any{"executor": "kubernetes", "tasks": []any{
+		map[string]any{"id": "long", "command": "echo before; while [ ! -e /tmp/never ] && [ $((i+=1)) -le 30 ]; do sleep 0.1; done; echo after; exit 4"},
+	}}))["graphId"].(string)
+	waitLog(t, s, graphID, "long", "before\n")
+	pids := helperChildren(t, s.cmd.Process.Pid)
+	if len(pids) != 1 {
+		t.Fatalf("helpers %v, want one", pids)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	st := s.waitGraph(graphID)
+	long := tasksOf(st)["long"]
+	if long["status"] != "failed" || long["errorCode"] != "EXIT_NONZERO" || long["exitCode"] != float64(4) {
+		t.Errorf("long = %v %v exit %v (%v), want failed EXIT_NONZERO 4: the pod's own end", long["status"], long["errorCode"], long["exitCode"], long["message"])
+	}
+	if got := logText(s.taskStatus(graphID, "long")); got != "before\nafter\n" {
+		t.Errorf("long's log = %q, want before and after, each once", got)
+	}
+	if jobs, _ := c.graphObjects(t, graphID); len(jobs) > 1 {
+		t.Errorf("the graph has Jobs %v: the attempt was started again, not taken over", jobs)
+	}
+	now := helperChildren(t, s.cmd.Process.Pid)
+	if len(now) != 1 || now[0] == pids[0] {
+		t.Errorf("helpers after the kill %v (the first was %d), want one new one", now, pids[0])
+	}
+	if !strings.Contains(s.stderr.String(), "starting it again") {
+		t.Errorf("the server's log does not say the helper was started again:\n%s", s.stderr)
+	}
 }
 
 // A node that goes away while its pod runs: NODE_LOST once the cluster marks it

@@ -21,8 +21,12 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/objstore"
+	"github.com/mcp-harness/mcp-harness/internal/objstore/s3"
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
+
+// The test reads the bucket itself, through the AWS SDK as the server's helper does.
+func init() { objstore.OpenS3 = s3.Open }
 
 // needS3 skips the test unless the test cluster's S3 is there, and returns a bucket URL
 // with a prefix of the test's own.

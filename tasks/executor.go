@@ -92,6 +92,14 @@ func (id AttemptID) String() string {
 	return fmt.Sprintf("%s/%s attempt %d", id.GraphID, id.TaskID, id.Attempt)
 }
 
+// The defaults of the Kubernetes executor (package tasks/kube) that the command line shows:
+// they are here because the server's command line does not link that package (it runs
+// in the remote helper, package internal/remote).
+const (
+	DefaultKubeImage           = "debian:bookworm-slim" // the image task pods run
+	DefaultKubeScheduleTimeout = 5 * time.Minute        // how long a pod may wait for a node
+)
+
 // Resources is what a pod asks for: Kubernetes quantities, "" for none.
 type Resources struct {
 	CPU    string `json:"cpu"`

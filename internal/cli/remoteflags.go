@@ -8,7 +8,7 @@ import (
 
 	"github.com/mcp-harness/mcp-harness/internal/objstore"
 	"github.com/mcp-harness/mcp-harness/internal/server"
-	"github.com/mcp-harness/mcp-harness/tasks/kube"
+	"github.com/mcp-harness/mcp-harness/tasks"
 	wssnapshot "github.com/mcp-harness/mcp-harness/tasks/snapshot"
 )
 
@@ -29,11 +29,11 @@ func addRemoteFlags(f *pflag.FlagSet, r *remoteFlags) {
 	f.StringVar(&c.KubeConfig, "kube-config", "", "the kubeconfig of the cluster Kubernetes tasks run on (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
 	f.StringVar(&c.KubeContext, "kube-context", "", "the kubeconfig context to use (default: its current context)")
 	f.StringVar(&c.KubeNamespace, "kube-namespace", "", "the namespace of the tasks' Jobs (default: the context's, else default)")
-	f.StringVar(&c.KubeImage, "kube-image", kube.DefaultImage, "the image Kubernetes tasks run in (it needs sh, tar and gzip)")
+	f.StringVar(&c.KubeImage, "kube-image", tasks.DefaultKubeImage, "the image Kubernetes tasks run in (it needs sh, tar and gzip)")
 	f.StringVar(&c.KubeServiceAccount, "kube-service-account", "", "the tasks' pods' service account (default: the namespace's, with no token mounted)")
 	f.IntVar(&c.KubeMaxPods, "kube-max-pods", 16, "the most pods running at once, over all graphs; more Kubernetes tasks wait for a slot")
 	f.StringVar(&r.sync, "kube-sync", string(wssnapshot.Git), "what of the workspace a Kubernetes task gets: git (tracked and untracked files not ignored), all (every file but the state dir) or none")
-	f.DurationVar(&c.KubeScheduleTimeout, "kube-schedule-timeout", kube.DefaultScheduleTimeout, "how long a pod may wait for a node before its task fails UNSCHEDULABLE")
+	f.DurationVar(&c.KubeScheduleTimeout, "kube-schedule-timeout", tasks.DefaultKubeScheduleTimeout, "how long a pod may wait for a node before its task fails UNSCHEDULABLE")
 	f.StringVar(&c.ArtifactsURL, "artifacts-url", "", "object storage for finished graphs' archives instead of --artifacts-dir: s3://bucket/prefix?region=...&endpoint=... (any S3-compatible store) or file:///a/shared/directory")
 }
 
@@ -48,7 +48,7 @@ func (r *remoteFlags) config() (server.RemoteConfig, error) {
 		return c, usagef("--kube-max-pods %d: want 1 or more", c.KubeMaxPods)
 	}
 	if c.KubeScheduleTimeout <= 0 {
-		c.KubeScheduleTimeout = kube.DefaultScheduleTimeout
+		c.KubeScheduleTimeout = tasks.DefaultKubeScheduleTimeout
 	}
 	if c.ArtifactsURL != "" {
 		// Opened here to check it (its scheme, bucket and parameters); the server opens it

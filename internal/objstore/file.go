@@ -44,7 +44,7 @@ func (d *dirBucket) file(key string) (string, error) {
 // (archives are named after graph ids).
 const tempPrefix = ".upload-"
 
-func (d *dirBucket) put(ctx context.Context, key string, f *os.File, size int64, sum string) error {
+func (d *dirBucket) Put(ctx context.Context, key string, f *os.File, size int64, sum string) error {
 	dst, err := d.file(key)
 	if err != nil {
 		return err
@@ -85,7 +85,7 @@ func (d *dirBucket) put(ctx context.Context, key string, f *os.File, size int64,
 	return nil
 }
 
-func (d *dirBucket) rangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+func (d *dirBucket) RangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
 	p, err := d.file(key)
 	if err != nil {
 		return nil, err
@@ -114,7 +114,7 @@ type sectionReadCloser struct {
 
 func (s sectionReadCloser) Close() error { return s.f.Close() }
 
-func (d *dirBucket) exists(ctx context.Context, key string) (bool, error) {
+func (d *dirBucket) Exists(ctx context.Context, key string) (bool, error) {
 	p, err := d.file(key)
 	if err != nil {
 		return false, err
@@ -129,7 +129,7 @@ func (d *dirBucket) exists(ctx context.Context, key string) (bool, error) {
 	return fi.Mode().IsRegular(), nil
 }
 
-func (d *dirBucket) remove(ctx context.Context, key string) error {
+func (d *dirBucket) Remove(ctx context.Context, key string) error {
 	p, err := d.file(key)
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func (d *dirBucket) remove(ctx context.Context, key string) error {
 }
 
 // check reads the directory (the prefix of a file bucket is always empty).
-func (d *dirBucket) check(ctx context.Context, prefix string) error {
+func (d *dirBucket) Check(ctx context.Context, prefix string) error {
 	f, err := os.Open(filepath.Join(d.dir, filepath.FromSlash(strings.TrimSuffix(prefix, "/"))))
 	if err != nil {
 		return err
@@ -153,7 +153,7 @@ func (d *dirBucket) check(ctx context.Context, prefix string) error {
 	return nil
 }
 
-func (d *dirBucket) close() error { return nil }
+func (d *dirBucket) Close() error { return nil }
 
 // ctxReader stops a copy once ctx is done.
 type ctxReader struct {

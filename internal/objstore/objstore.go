@@ -11,7 +11,8 @@
 // API client with it; built alone, its S3 driver was about 21.6 MB of text against 7.4 MB
 // for the AWS SDK v2's S3 client and config; in this binary the switch took it from 111.7
 // to 107.2 MB (before tasks/kube left client-go's clientset). So s3:// goes through the
-// SDK's S3 client directly (s3.go) and file:// through a few lines of our own (file.go).
+// SDK's S3 client directly (package objstore/s3, run by the remote helper: package remote)
+// and file:// through a few lines of our own (file.go).
 // Other clouds' storage is reached through its S3-compatible endpoint or a mount.
 //
 // Credentials come from the standard AWS chain (the AWS_* variables, the shared config
@@ -36,23 +37,29 @@ import (
 	"strings"
 )
 
-// backend is what a scheme provides. Keys are the full keys (prefix included).
-type backend interface {
-	// put stores size bytes of f under key, with sum as the object's sha256 metadata.
-	put(ctx context.Context, key string, f *os.File, size int64, sum string) error
-	// rangeReader reads length bytes from offset (length < 0: to the end); an object that
+// Backend is what a scheme provides. Keys are the full keys (prefix included).
+type Backend interface {
+	// Put stores size bytes of f under key, with sum as the object's sha256 metadata.
+	Put(ctx context.Context, key string, f *os.File, size int64, sum string) error
+	// RangeReader reads length bytes from offset (length < 0: to the end); an object that
 	// is not there is fs.ErrNotExist.
-	rangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
-	exists(ctx context.Context, key string) (bool, error)
-	remove(ctx context.Context, key string) error
-	// check lists at most one key under prefix.
-	check(ctx context.Context, prefix string) error
-	close() error
+	RangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
+	Exists(ctx context.Context, key string) (bool, error)
+	Remove(ctx context.Context, key string) error
+	// Check lists at most one key under prefix.
+	Check(ctx context.Context, prefix string) error
+	Close() error
 }
+
+// OpenS3 opens the backend of an s3:// bucket: bucket is the URL's host, query its query
+// parameters, checked there (an unknown one is refused). It contacts nothing. The server
+// sets it to the remote helper's (package remote), which runs the helper's, the AWS SDK's
+// (package objstore/s3): the SDK is not linked into the server. nil refuses s3 URLs.
+var OpenS3 func(ctx context.Context, bucket string, query url.Values) (Backend, error)
 
 // Bucket is a bucket and a key prefix in it.
 type Bucket struct {
-	be     backend
+	be     Backend
 	url    string // the URL it was opened with
 	base   string // scheme://bucket/, for the URLs of keys
 	prefix string // "" or ending in "/"
@@ -73,11 +80,10 @@ func Open(ctx context.Context, raw string) (*Bucket, error) {
 			b.prefix += "/"
 		}
 		b.base = "s3://" + u.Host + "/"
-		opts, err := parseS3(u.Query())
-		if err != nil {
-			return nil, fmt.Errorf("artifacts URL %q: %v", raw, err)
+		if OpenS3 == nil {
+			return nil, fmt.Errorf("artifacts URL %q: s3 buckets are not available in this program", raw)
 		}
-		if b.be, err = openS3(ctx, u.Host, opts); err != nil {
+		if b.be, err = OpenS3(ctx, u.Host, u.Query()); err != nil {
 			return nil, fmt.Errorf("artifacts URL %q: %v", raw, err)
 		}
 	case u.Scheme == "file" && u.Host == "" && path.IsAbs(u.Path) && path.Clean(u.Path) != "/":
@@ -106,13 +112,16 @@ func (b *Bucket) Key(graphID string) string { return b.prefix + graphID + ".tar.
 // Display is how a key is named in results: scheme://bucket/key.
 func (b *Bucket) Display(key string) string { return b.base + key }
 
+// Backend is the bucket's backend.
+func (b *Bucket) Backend() Backend { return b.be }
+
 // Close closes the bucket.
-func (b *Bucket) Close() error { return b.be.close() }
+func (b *Bucket) Close() error { return b.be.Close() }
 
 // Check reports whether the bucket answers to this server's credentials: it lists one
 // key under the prefix.
 func (b *Bucket) Check(ctx context.Context) error {
-	if err := b.be.check(ctx, b.prefix); err != nil {
+	if err := b.be.Check(ctx, b.prefix); err != nil {
 		return fmt.Errorf("artifacts bucket %s: %v", b.base+b.prefix, err)
 	}
 	return nil
@@ -132,7 +141,7 @@ func (b *Bucket) Upload(ctx context.Context, key, path string, size int64, sum s
 		return err
 	}
 	defer f.Close()
-	if err := b.be.put(ctx, key, f, size, sum); err != nil {
+	if err := b.be.Put(ctx, key, f, size, sum); err != nil {
 		return fmt.Errorf("upload %s: %v", b.Display(key), err)
 	}
 	gotSize, gotSum, err := b.hash(ctx, key)
@@ -140,7 +149,7 @@ func (b *Bucket) Upload(ctx context.Context, key, path string, size int64, sum s
 		return fmt.Errorf("read back %s: %v", b.Display(key), err)
 	}
 	if gotSize != size || gotSum != sum {
-		b.be.remove(context.WithoutCancel(ctx), key)
+		b.be.Remove(context.WithoutCancel(ctx), key)
 		return fmt.Errorf("%w: %s holds %d bytes with sha256 %s, want %d bytes with sha256 %s", ErrMismatch, b.Display(key), gotSize, gotSum, size, sum)
 	}
 	return nil
@@ -148,7 +157,7 @@ func (b *Bucket) Upload(ctx context.Context, key, path string, size int64, sum s
 
 // hash reads the object at key and returns its size and sha256 (hex).
 func (b *Bucket) hash(ctx context.Context, key string) (int64, string, error) {
-	r, err := b.be.rangeReader(ctx, key, 0, -1)
+	r, err := b.be.RangeReader(ctx, key, 0, -1)
 	if err != nil {
 		return 0, "", err
 	}
@@ -164,7 +173,7 @@ func (b *Bucket) RangeReader(ctx context.Context, key string, offset, length int
 	if offset < 0 {
 		return nil, fmt.Errorf("%s: negative offset %d", b.Display(key), offset)
 	}
-	r, err := b.be.rangeReader(ctx, key, offset, length)
+	r, err := b.be.RangeReader(ctx, key, offset, length)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", b.Display(key), fs.ErrNotExist)
 	}
@@ -173,7 +182,7 @@ func (b *Bucket) RangeReader(ctx context.Context, key string, offset, length int
 
 // Exists reports whether there is an object at key.
 func (b *Bucket) Exists(ctx context.Context, key string) (bool, error) {
-	return b.be.exists(ctx, key)
+	return b.be.Exists(ctx, key)
 }
 
 // KeyOf is the key of an object given by Display (scheme://bucket/key), if it is in this

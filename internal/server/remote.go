@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/objstore"
+	remotehelper "github.com/mcp-harness/mcp-harness/internal/remote"
 	"github.com/mcp-harness/mcp-harness/internal/workspace"
 	"github.com/mcp-harness/mcp-harness/tasks"
-	"github.com/mcp-harness/mcp-harness/tasks/kube"
 	"github.com/mcp-harness/mcp-harness/tasks/snapshot"
 )
 
@@ -22,7 +22,7 @@ type RemoteConfig struct {
 	KubeImage, KubeServiceAccount          string
 	KubeMaxPods                            int           // pods at once over all graphs; 0 = no cap
 	KubeSync                               snapshot.Mode // "" = snapshot.Git
-	KubeScheduleTimeout                    time.Duration // 0 = kube.DefaultScheduleTimeout
+	KubeScheduleTimeout                    time.Duration // 0 = the default of package tasks/kube
 	ArtifactsURL                           string        // "" = the artifacts directory
 }
 
@@ -30,7 +30,7 @@ type RemoteConfig struct {
 // (which contacts its cluster only when a task needs it) and the archives' bucket.
 type remote struct {
 	cfg    RemoteConfig
-	kube   *kube.Executor
+	kube   *remotehelper.KubeExecutor
 	bucket *objstore.Bucket
 }
 
@@ -39,10 +39,13 @@ type remote struct {
 // server's (they are refused with EXECUTOR_UNAVAILABLE, saying why).
 func openRemote(ctx context.Context, cfg RemoteConfig, ws *workspace.Workspace, log *slog.Logger) (*remote, error) {
 	hostname, _ := os.Hostname()
-	r := &remote{cfg: cfg, kube: kube.New(kube.Config{
+	// The executor runs in the process's remote helper, which starts at its first call:
+	// a server whose tasks never name the kubernetes executor never starts it.
+	remotehelper.Shared.UseLog(log)
+	r := &remote{cfg: cfg, kube: remotehelper.NewKube(remotehelper.Shared, remotehelper.KubeConfig{
 		Kubeconfig: cfg.KubeConfig, Context: cfg.KubeContext, Namespace: cfg.KubeNamespace,
-		Image: cfg.KubeImage, ServiceAccount: cfg.KubeServiceAccount, ScheduleTimeout: cfg.KubeScheduleTimeout,
-		Workspace: tasks.WorkspaceID(hostname, ws.Root), Logger: log,
+		Image: cfg.KubeImage, ServiceAccount: cfg.KubeServiceAccount, ScheduleTimeout: int64(cfg.KubeScheduleTimeout),
+		Workspace: tasks.WorkspaceID(hostname, ws.Root),
 	})}
 	if cfg.ArtifactsURL != "" {
 		b, err := objstore.Open(ctx, cfg.ArtifactsURL)

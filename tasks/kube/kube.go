@@ -80,8 +80,8 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultImage           = "debian:bookworm-slim"
-	DefaultScheduleTimeout = 5 * time.Minute
+	DefaultImage           = tasks.DefaultKubeImage
+	DefaultScheduleTimeout = tasks.DefaultKubeScheduleTimeout
 	DefaultPullTimeout     = 2 * time.Minute
 	DefaultTTL             = time.Hour
 )

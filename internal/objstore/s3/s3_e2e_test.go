@@ -1,17 +1,23 @@
 //go:build e2e
 
-package objstore
+package s3
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/internal/objstore"
 )
 
 // s3URL is the test cluster's bucket with a prefix of the test's own, or a skip.
@@ -42,12 +48,12 @@ func randomFile(t *testing.T, n int) (string, []byte, string) {
 // back whole and by ranges; one in a single request likewise; a missing key is
 // fs.ErrNotExist; Check lists the prefix.
 func TestS3Bucket_MultipartAndRanges(t *testing.T) {
-	b, err := Open(t.Context(), s3URL(t))
+	b, err := objstore.Open(t.Context(), s3URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	b.be.(*s3Bucket).partSize = 5 << 20 // S3's smallest part
+	b.Backend().(*s3Bucket).partSize = 5 << 20 // S3's smallest part
 	for _, n := range []int{11<<20 + 12345, 1000} {
 		src, data, sum := randomFile(t, n)
 		key := b.Key(fmt.Sprintf("g%d", n))
@@ -83,14 +89,14 @@ func TestS3Bucket_MultipartAndRanges(t *testing.T) {
 
 // An upload whose read-back does not hash to the writer's sum is refused and removed.
 func TestS3Bucket_UploadMismatch(t *testing.T) {
-	b, err := Open(t.Context(), s3URL(t))
+	b, err := objstore.Open(t.Context(), s3URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	src, _, _ := randomFile(t, 4096)
 	wrong := strings.Repeat("0", 64)
-	if err := b.Upload(t.Context(), b.Key("g"), src, 4096, wrong); !errors.Is(err, ErrMismatch) {
+	if err := b.Upload(t.Context(), b.Key("g"), src, 4096, wrong); !errors.Is(err, objstore.ErrMismatch) {
 		t.Fatalf("Upload with a wrong sum: %v, want ErrMismatch", err)
 	}
 	if ok, err := b.Exists(t.Context(), b.Key("g")); ok || err != nil {
@@ -102,13 +108,13 @@ func TestS3Bucket_UploadMismatch(t *testing.T) {
 // refused by the server, so Check and Upload fail and nothing is stored.
 func TestS3Bucket_WrongSecretRefused(t *testing.T) {
 	raw := s3URL(t)
-	good, err := Open(t.Context(), raw)
+	good, err := objstore.Open(t.Context(), raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer good.Close()
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
-	b, err := Open(t.Context(), raw)
+	b, err := objstore.Open(t.Context(), raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,4 +129,31 @@ func TestS3Bucket_WrongSecretRefused(t *testing.T) {
 	if ok, err := good.Exists(t.Context(), good.Key("g")); ok || err != nil {
 		t.Errorf("after a refused upload the object exists: %v, %v", ok, err)
 	}
+}
+
+// sourceFile writes data to a file of the test's and returns its path and sha256 (hex),
+// as the archive writer hands them to Upload.
+func sourceFile(t *testing.T, data []byte) (string, string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "archive.tar.gz")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	return p, hex.EncodeToString(sum[:])
+}
+
+// readRange reads length bytes of key from off.
+func readRange(t *testing.T, b *objstore.Bucket, key string, off, n int64) []byte {
+	t.Helper()
+	rc, err := b.RangeReader(t.Context(), key, off, n)
+	if err != nil {
+		t.Fatalf("range %d+%d: %v", off, n, err)
+	}
+	defer rc.Close()
+	got, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("range %d+%d: %v", off, n, err)
+	}
+	return got
 }

@@ -1,8 +1,9 @@
-package objstore
-
-// This file is the s3:// bucket, through the AWS SDK v2's S3 client: a small archive in
-// one PutObject, a large one in parts read straight from the file (nothing is held in
-// memory but the parts in flight), ranged GetObject for log slices.
+// Package s3 is the s3:// bucket of package objstore, through the AWS SDK v2's S3 client:
+// a small archive in one PutObject, a large one in parts read straight from the file
+// (nothing is held in memory but the parts in flight), ranged GetObject for log slices.
+// It is linked into the remote helper alone (package remote): the server reaches it
+// through that helper, and does not carry the SDK.
+package s3
 
 import (
 	"context"
@@ -21,8 +22,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/mcp-harness/mcp-harness/internal/objstore"
 )
 
 // s3Options are an s3 URL's query parameters.
@@ -90,7 +93,7 @@ func parseS3(q url.Values) (s3Options, error) {
 
 type s3Bucket struct {
 	name     string
-	c        *s3.Client
+	c        *awss3.Client
 	tr       *http.Transport // the client's own, so that Close drops its connections
 	partSize int64
 }
@@ -136,7 +139,7 @@ func openS3(ctx context.Context, bucket string, o s3Options) (*s3Bucket, error) 
 	if cfg.Region == "" {
 		return nil, errors.New("no region: add region=... to the URL (any value for most S3-compatible servers) or set AWS_REGION")
 	}
-	c := s3.NewFromConfig(cfg, func(so *s3.Options) {
+	c := awss3.NewFromConfig(cfg, func(so *awss3.Options) {
 		so.UsePathStyle = o.pathStyle
 		so.EndpointOptions.DisableHTTPS = o.noHTTPS
 		if o.endpoint != "" {
@@ -146,27 +149,27 @@ func openS3(ctx context.Context, bucket string, o s3Options) (*s3Bucket, error) 
 	return &s3Bucket{name: bucket, c: c, tr: tr, partSize: defaultPartSize}, nil
 }
 
-func (b *s3Bucket) put(ctx context.Context, key string, f *os.File, size int64, sum string) error {
+func (b *s3Bucket) Put(ctx context.Context, key string, f *os.File, size int64, sum string) error {
 	meta := map[string]string{"sha256": sum}
 	if size <= b.partSize {
-		_, err := b.c.PutObject(ctx, &s3.PutObjectInput{Bucket: &b.name, Key: &key, Body: io.NewSectionReader(f, 0, size),
+		_, err := b.c.PutObject(ctx, &awss3.PutObjectInput{Bucket: &b.name, Key: &key, Body: io.NewSectionReader(f, 0, size),
 			ContentLength: aws.Int64(size), ContentType: aws.String("application/gzip"), Metadata: meta})
 		return err
 	}
 	part := max(b.partSize, (size+9999)/10000)
-	up, err := b.c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &b.name, Key: &key,
+	up, err := b.c.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: &b.name, Key: &key,
 		ContentType: aws.String("application/gzip"), Metadata: meta})
 	if err != nil {
 		return err
 	}
 	parts, err := b.uploadParts(ctx, key, up.UploadId, f, size, part)
 	if err == nil {
-		_, err = b.c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &b.name, Key: &key,
+		_, err = b.c.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{Bucket: &b.name, Key: &key,
 			UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}})
 	}
 	if err != nil {
 		// Parts of an upload never completed are kept (and billed) until aborted.
-		b.c.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: &b.name, Key: &key, UploadId: up.UploadId})
+		b.c.AbortMultipartUpload(context.WithoutCancel(ctx), &awss3.AbortMultipartUploadInput{Bucket: &b.name, Key: &key, UploadId: up.UploadId})
 		return err
 	}
 	return nil
@@ -191,7 +194,7 @@ func (b *s3Bucket) uploadParts(ctx context.Context, key string, id *string, f *o
 				off := int64(i) * part
 				length := min(part, size-off)
 				num := int32(i + 1)
-				out, err := b.c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &b.name, Key: &key, UploadId: id,
+				out, err := b.c.UploadPart(ctx, &awss3.UploadPartInput{Bucket: &b.name, Key: &key, UploadId: id,
 					PartNumber: &num, Body: io.NewSectionReader(f, off, length), ContentLength: aws.Int64(length)})
 				if err != nil {
 					mu.Lock()
@@ -227,9 +230,9 @@ feed:
 	return parts, nil
 }
 
-func (b *s3Bucket) rangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+func (b *s3Bucket) RangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
 	if length == 0 {
-		if ok, err := b.exists(ctx, key); err != nil || !ok {
+		if ok, err := b.Exists(ctx, key); err != nil || !ok {
 			if err == nil {
 				err = fs.ErrNotExist
 			}
@@ -237,7 +240,7 @@ func (b *s3Bucket) rangeReader(ctx context.Context, key string, offset, length i
 		}
 		return io.NopCloser(strings.NewReader("")), nil
 	}
-	in := &s3.GetObjectInput{Bucket: &b.name, Key: &key}
+	in := &awss3.GetObjectInput{Bucket: &b.name, Key: &key}
 	switch {
 	case length > 0:
 		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", offset, offset+length-1))
@@ -257,8 +260,8 @@ func (b *s3Bucket) rangeReader(ctx context.Context, key string, offset, length i
 	return nil, err
 }
 
-func (b *s3Bucket) exists(ctx context.Context, key string) (bool, error) {
-	_, err := b.c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.name, Key: &key})
+func (b *s3Bucket) Exists(ctx context.Context, key string) (bool, error) {
+	_, err := b.c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &b.name, Key: &key})
 	switch status(err) {
 	case 0:
 		return true, nil
@@ -268,17 +271,17 @@ func (b *s3Bucket) exists(ctx context.Context, key string) (bool, error) {
 	return false, err
 }
 
-func (b *s3Bucket) remove(ctx context.Context, key string) error {
-	_, err := b.c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.name, Key: &key})
+func (b *s3Bucket) Remove(ctx context.Context, key string) error {
+	_, err := b.c.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &b.name, Key: &key})
 	return err
 }
 
-func (b *s3Bucket) check(ctx context.Context, prefix string) error {
-	_, err := b.c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: &prefix, MaxKeys: aws.Int32(1)})
+func (b *s3Bucket) Check(ctx context.Context, prefix string) error {
+	_, err := b.c.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &b.name, Prefix: &prefix, MaxKeys: aws.Int32(1)})
 	return err
 }
 
-func (b *s3Bucket) close() error {
+func (b *s3Bucket) Close() error {
 	b.tr.CloseIdleConnections()
 	return nil
 }
@@ -294,4 +297,14 @@ func status(err error) int {
 		return re.HTTPStatusCode()
 	}
 	return -1
+}
+
+// Open opens the s3 bucket named bucket with the options of an s3 URL's query (see
+// objstore.OpenS3). It contacts nothing.
+func Open(ctx context.Context, bucket string, query url.Values) (objstore.Backend, error) {
+	o, err := parseS3(query)
+	if err != nil {
+		return nil, err
+	}
+	return openS3(ctx, bucket, o)
 }
