@@ -24,7 +24,7 @@ import (
 )
 
 // helperChildren lists the server's children that run the remote helper.
-func helperChildren(t *testing.T, serverPid int) []int {
+func helperChildren(t testing.TB, serverPid int) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
