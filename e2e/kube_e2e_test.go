@@ -540,15 +540,26 @@ func readmeRBAC(t *testing.T) (*rbacv1.Role, *rbacv1.RoleBinding) {
 	return &role, &binding
 }
 
-// The remote helper killed while a pod runs: the server starts another, which takes the
-// attempt over (its Job is not created twice), and the task ends as it ran, its log whole.
-func TestKube_HelperKilledWhileAPodRuns(t *testing.T) {
+// The remote helper killed while pods run: the server starts another, which takes each
+// attempt over when it is next asked about it (its Job is not created twice), and every
+// task ends as it ran, its log whole: one that ended before the kill, two that run through
+// it, one that fails.
+func TestKube_HelperKilledWhilePodsRun(t *testing.T) {
 	c := needCluster(t)
 	s := kubeServer(t, c, kubeWorkspace(t))
+	// Each runs until the test has killed the helper (the file gate in its pod's own
+	// directory never appears: it stops after about 3 s), then says so.
+	wait := "while [ ! -e gate ] && [ $((i+=1)) -le 30 ]; do sleep 0.1; done; "
 	graphID := structuredOf(t, s.toolCall("tasks_run", map[string]any{"executor": "kubernetes", "tasks": []any{
-		map[string]any{"id": "long", "command": "echo before; while [ ! -e /tmp/never ] && [ $((i+=1)) -le 30 ]; do sleep 0.1; done; echo after; exit 4"},
+		map[string]any{"id": "early", "command": "echo early"},
+		map[string]any{"id": "ok", "command": "echo before; " + wait + "echo after"},
+		map[string]any{"id": "also", "command": "echo before; " + wait + "echo after"},
+		map[string]any{"id": "fails", "command": "echo before; " + wait + "echo after; exit 4"},
 	}}))["graphId"].(string)
-	waitLog(t, s, graphID, "long", "before\n")
+	for _, id := range []string{"ok", "also", "fails"} {
+		waitLog(t, s, graphID, id, "before\n")
+	}
+	waitLog(t, s, graphID, "early", "early\n")
 	pids := helperChildren(t, s.cmd.Process.Pid)
 	if len(pids) != 1 {
 		t.Fatalf("helpers %v, want one", pids)
@@ -556,16 +567,22 @@ func TestKube_HelperKilledWhileAPodRuns(t *testing.T) {
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	st := s.waitGraph(graphID)
-	long := tasksOf(st)["long"]
-	if long["status"] != "failed" || long["errorCode"] != "EXIT_NONZERO" || long["exitCode"] != float64(4) {
-		t.Errorf("long = %v %v exit %v (%v), want failed EXIT_NONZERO 4: the pod's own end", long["status"], long["errorCode"], long["exitCode"], long["message"])
+	ts := tasksOf(s.waitGraph(graphID))
+	for id, want := range map[string]string{"early": "early\n", "ok": "before\nafter\n", "also": "before\nafter\n", "fails": "before\nafter\n"} {
+		if got := logText(s.taskStatus(graphID, id)); got != want {
+			t.Errorf("%s's log = %q, want %q: each line once", id, got, want)
+		}
 	}
-	if got := logText(s.taskStatus(graphID, "long")); got != "before\nafter\n" {
-		t.Errorf("long's log = %q, want before and after, each once", got)
+	for _, id := range []string{"early", "ok", "also"} {
+		if ts[id]["status"] != "succeeded" {
+			t.Errorf("%s = %v %v (%v), want succeeded", id, ts[id]["status"], ts[id]["errorCode"], ts[id]["message"])
+		}
 	}
-	if jobs, _ := c.graphObjects(t, graphID); len(jobs) > 1 {
-		t.Errorf("the graph has Jobs %v: the attempt was started again, not taken over", jobs)
+	if f := ts["fails"]; f["status"] != "failed" || f["errorCode"] != "EXIT_NONZERO" || f["exitCode"] != float64(4) {
+		t.Errorf("fails = %v %v exit %v (%v), want failed EXIT_NONZERO 4: the pod's own end", f["status"], f["errorCode"], f["exitCode"], f["message"])
+	}
+	if jobs, _ := c.graphObjects(t, graphID); len(jobs) > 4 {
+		t.Errorf("the graph has Jobs %v: an attempt was started again, not taken over", jobs)
 	}
 	now := helperChildren(t, s.cmd.Process.Pid)
 	if len(now) != 1 || now[0] == pids[0] {

@@ -51,7 +51,8 @@ func helperChildren(t testing.TB, serverPid int) []int {
 		if len(fields) < 2 || fields[0] == "Z" {
 			continue
 		}
-		if ppid, _ := strconv.Atoi(fields[1]); ppid == serverPid && strings.HasPrefix("mcp-harness-remote", s[open+1:i]) {
+		// comm is the executable's name cut to 15 bytes.
+		if ppid, _ := strconv.Atoi(fields[1]); ppid == serverPid && s[open+1:i] == "mcp-harness-remote"[:15] {
 			pids = append(pids, pid)
 		}
 	}

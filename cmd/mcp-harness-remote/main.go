@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/mcp-harness/mcp-harness/internal/remote"
 	"github.com/mcp-harness/mcp-harness/internal/remote/helper"
@@ -26,6 +28,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "this mcp-harness-remote speaks protocol %s and the server %s: they come from different releases; install both from the same one\n", remote.Protocol, os.Args[2])
 		os.Exit(2)
 	}
+	// Its life is its standard input's (the server's): a Ctrl-C at the server's terminal,
+	// or a service manager's SIGTERM to the whole group, is the server's to act on, and the
+	// server needs the helper for its shutdown (cancelling pods, an upload). Handled and
+	// dropped, not ignored: what the helper starts (a credential plugin) gets them as usual.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ln, err := net.FileListener(os.NewFile(3, "listener"))
 	if err != nil {

@@ -15,78 +15,177 @@ import (
 
 // KubeExecutor is the helper's Kubernetes executor (package tasks/kube), as a
 // tasks.Executor of this process. NewKube makes it without starting the helper; the
-// helper makes the executor at its first call. When the helper died and was started again,
-// the executor is made again in the new one, and takes over the attempts started through
-// it and not released (by their identity, as the engine takes over a graph's: Start never
-// runs a command twice), before any other call.
+// helper makes the executor at its first call.
+//
+// When the helper died and was started again, the executor is made again in the new one,
+// once, by the first call that needs it (the others wait for that one, each within its
+// own context). An attempt started through the old helper is taken over in the new one
+// by the first call about it that the new one answers "unknown attempt": its Job is
+// looked up on the cluster and, if it is there, started again under its identity, which
+// follows it and never runs its command twice (kube.Executor.Start); if it is gone, the
+// attempt ended as the in-process executor would say it did: NODE_LOST, its Job deleted.
+// No lock is held across a call to the helper.
 type KubeExecutor struct {
 	h   *Helper
 	cfg KubeConfig
 
 	mu       sync.Mutex
-	id       int64 // the helper's executor; 0 until opened
-	gen      int   // the helper's generation it was opened in
+	id       int64         // the helper's executor; 0 until opened
+	gen      int           // the helper generation id belongs to
+	opening  chan struct{} // closed when the open in progress is done; nil when none is
 	closed   bool
-	attempts map[tasks.AttemptID]*Attempt // started, not released
+	attempts map[tasks.AttemptID]*remembered // started through this executor, not released
+}
+
+// remembered is an attempt started through the executor, as a new helper needs it.
+type remembered struct {
+	attempt *Attempt
+	gen     int  // the generation that follows it; 0 while its first start is in flight
+	gone    bool // its Job was gone when a new helper came to take it over
 }
 
 // NewKube returns the Kubernetes executor cfg configures, run by h.
 func NewKube(h *Helper, cfg KubeConfig) *KubeExecutor {
-	return &KubeExecutor{h: h, cfg: cfg, attempts: map[tasks.AttemptID]*Attempt{}}
+	return &KubeExecutor{h: h, cfg: cfg, attempts: map[tasks.AttemptID]*remembered{}}
 }
 
-// executor returns the helper's executor, opening it (and taking over the attempts) in a
-// helper that does not have it yet.
-func (x *KubeExecutor) executor(ctx context.Context) (int64, error) {
-	_, gen, err := x.h.connect()
-	if err != nil {
-		if !errors.Is(err, tasks.ErrExecutorUnavailable) {
-			err = fmt.Errorf("%w: %w", tasks.ErrExecutorUnavailable, err)
-		}
-		return 0, err
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.closed {
-		return 0, fmt.Errorf("%w: the Kubernetes executor is closed", tasks.ErrExecutorUnavailable)
-	}
-	if x.id != 0 && x.gen == gen {
-		return x.id, nil
-	}
-	var res KubeResult
-	if err := x.h.call(ctx, PathKubeOpen, x.cfg, &res); err != nil {
-		return 0, err
-	}
-	for _, a := range x.attempts {
-		c := KubeCall{Executor: res.Executor, ID: a.ID}
-		var st KubeResult
-		err := x.h.call(ctx, PathKubeStatus, c, &st)
-		if errors.Is(err, tasks.ErrUnknownAttempt) || err == nil && st.Status.Phase == tasks.PhaseGone {
-			continue // its Job is gone: starting it again would run it twice; the calls about it say it is unknown
-		}
-		if err == nil {
-			c.Attempt = a
-			err = x.h.call(ctx, PathKubeStart, c, nil)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("%w: taking over %s in a new %s: %w", tasks.ErrExecutorUnavailable, a.ID, HelperName, err)
-		}
-	}
-	x.id, x.gen = res.Executor, gen
-	return x.id, nil
-}
+// openTimeout bounds the opening of the executor in a helper: a caller without a
+// deadline of its own (a wait) must not hold the others up for ever.
+const openTimeout = 30 * time.Second
 
-// do makes a kube call for the executor.
-func (x *KubeExecutor) do(ctx context.Context, path string, c KubeCall, out *KubeResult) error {
-	id, err := x.executor(ctx)
-	if err != nil {
+// unavailable wraps err as tasks.ErrExecutorUnavailable, if it is not already.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, tasks.ErrExecutorUnavailable) {
 		return err
 	}
-	c.Executor = id
-	if out == nil {
-		return x.h.call(ctx, path, c, nil)
+	return fmt.Errorf("%w: %w", tasks.ErrExecutorUnavailable, err)
+}
+
+// executor returns the helper's executor and the generation of the helper it lives in,
+// opening it in a helper that does not have it yet.
+func (x *KubeExecutor) executor(ctx context.Context) (int64, int, error) {
+	for {
+		_, gen, err := x.h.connect(true)
+		if err != nil {
+			return 0, 0, unavailable(err)
+		}
+		x.mu.Lock()
+		switch {
+		case x.closed:
+			x.mu.Unlock()
+			return 0, 0, fmt.Errorf("%w: the Kubernetes executor is closed", tasks.ErrExecutorUnavailable)
+		case x.id != 0 && x.gen == gen:
+			id := x.id
+			x.mu.Unlock()
+			return id, gen, nil
+		case x.opening != nil:
+			wait := x.opening
+			x.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return 0, 0, ctx.Err()
+			}
+		}
+		done := make(chan struct{})
+		x.opening = done
+		x.mu.Unlock()
+
+		octx, cancel := context.WithTimeout(ctx, openTimeout)
+		var res KubeResult
+		err = x.h.call(octx, PathKubeOpen, x.cfg, &res)
+		cancel()
+		x.mu.Lock()
+		x.opening = nil
+		close(done)
+		if err == nil {
+			x.id, x.gen = res.Executor, gen
+		}
+		x.mu.Unlock()
+		if err != nil {
+			return 0, 0, unavailable(err)
+		}
+		return res.Executor, gen, nil
 	}
-	return x.h.call(ctx, path, c, out)
+}
+
+// do makes a kube call for the executor, about attempt c.ID when about is set: an
+// attempt the helper does not know, and that this executor started through a helper
+// before it, is taken over first (takeOver).
+func (x *KubeExecutor) do(ctx context.Context, path string, c KubeCall, about bool, out *KubeResult) error {
+	var o any
+	if out != nil {
+		o = out
+	}
+	for took := false; ; took = true {
+		id, gen, err := x.executor(ctx)
+		if err != nil {
+			return err
+		}
+		c.Executor = id
+		err = x.h.call(ctx, path, c, o)
+		if !about || took || !errors.Is(err, tasks.ErrUnknownAttempt) {
+			return err
+		}
+		if err := x.takeOver(ctx, c.ID, id, gen); err != nil {
+			return err
+		}
+	}
+}
+
+// errGone reports, to the call that asked about it, an attempt whose Job was gone when a
+// new helper came to take it over.
+var errGone = errors.New("gone")
+
+// takeOver has executor id, of helper generation gen, follow attempt a started through
+// an earlier helper. An attempt this executor did not start is left unknown (the error
+// the caller had stands), and so is one whose first start is still in flight (that
+// start's answer says how it went). errGone says its Job was gone.
+func (x *KubeExecutor) takeOver(ctx context.Context, id tasks.AttemptID, eid int64, gen int) error {
+	x.mu.Lock()
+	r := x.attempts[id]
+	var a *Attempt
+	switch {
+	case r == nil || r.gen == 0:
+		x.mu.Unlock()
+		return fmt.Errorf("%s: %w", id, tasks.ErrUnknownAttempt)
+	case r.gone:
+		x.mu.Unlock()
+		return errGone
+	case r.gen >= gen:
+		x.mu.Unlock()
+		return fmt.Errorf("%s: %w", id, tasks.ErrUnknownAttempt) // this helper started it, and forgot it
+	}
+	a = r.attempt
+	x.mu.Unlock()
+
+	var st KubeResult
+	if err := x.h.call(ctx, PathKubeStatus, KubeCall{Executor: eid, ID: id}, &st); err != nil {
+		return unavailable(err)
+	}
+	gone := st.Status.Phase == tasks.PhaseGone
+	if !gone {
+		if err := x.h.call(ctx, PathKubeStart, KubeCall{Executor: eid, ID: id, Attempt: a}, nil); err != nil {
+			return unavailable(err)
+		}
+	}
+	x.mu.Lock()
+	if r := x.attempts[id]; r != nil {
+		r.gen, r.gone = max(r.gen, gen), gone
+	}
+	x.mu.Unlock()
+	if gone {
+		return errGone
+	}
+	return nil
+}
+
+// goneStatus is how an attempt whose Job was gone when a new helper came to take it over
+// ended: as the in-process executor reports a Job deleted under it.
+func goneStatus(id tasks.AttemptID) tasks.RunStatus {
+	return tasks.RunStatus{ID: id, Phase: tasks.PhaseEnded, Code: tasks.CodeNodeLost,
+		Message: fmt.Sprintf("its Job %s was deleted outside mcp-harness while %s was being started again", id, HelperName)}
 }
 
 // Name is tasks.ExecutorKubernetes.
@@ -94,28 +193,53 @@ func (x *KubeExecutor) Name() tasks.ExecutorName { return tasks.ExecutorKubernet
 
 // Check reports whether the cluster answers (kube.Executor.Check).
 func (x *KubeExecutor) Check(ctx context.Context) error {
-	return x.do(ctx, PathKubeCheck, KubeCall{}, nil)
+	return x.do(ctx, PathKubeCheck, KubeCall{}, false, nil)
 }
 
-// Start starts a's Job, or takes over the one started under its identity.
+// Start starts a's Job, or takes over the one started under its identity. The attempt is
+// remembered before the call, so that a new helper started meanwhile takes it over.
 func (x *KubeExecutor) Start(ctx context.Context, a tasks.Attempt) (tasks.Placement, error) {
-	var res KubeResult
-	err := x.do(ctx, PathKubeStart, KubeCall{Attempt: AttemptOf(a), ID: a.ID}, &res)
-	if err == nil {
-		x.mu.Lock()
-		x.attempts[a.ID] = AttemptOf(a)
-		x.mu.Unlock()
+	x.mu.Lock()
+	r := x.attempts[a.ID]
+	fresh := r == nil
+	if fresh {
+		r = &remembered{attempt: AttemptOf(a)}
+		x.attempts[a.ID] = r
 	}
+	x.mu.Unlock()
+	var res KubeResult
+	id, gen, err := x.executor(ctx)
+	if err == nil {
+		err = x.h.call(ctx, PathKubeStart, KubeCall{Executor: id, Attempt: AttemptOf(a), ID: a.ID}, &res)
+	}
+	x.mu.Lock()
+	switch {
+	case err == nil:
+		r.gen, r.gone = max(r.gen, gen), false
+	case fresh && x.attempts[a.ID] == r:
+		delete(x.attempts, a.ID) // not started: the engine starts it again, or records why not
+	}
+	x.mu.Unlock()
 	return res.Placement, err
 }
 
 // Attach follows the attempt's output from byte offset on.
 func (x *KubeExecutor) Attach(ctx context.Context, id tasks.AttemptID, offset int64) (io.ReadCloser, error) {
-	eid, err := x.executor(ctx)
-	if err != nil {
-		return nil, err
+	for took := false; ; took = true {
+		eid, gen, err := x.executor(ctx)
+		if err != nil {
+			return nil, err
+		}
+		body, err := x.h.post(ctx, PathKubeAttach, KubeCall{Executor: eid, ID: id, Offset: offset})
+		if took || !errors.Is(err, tasks.ErrUnknownAttempt) {
+			return body, err
+		}
+		if err := x.takeOver(ctx, id, eid, gen); errors.Is(err, errGone) {
+			return nil, fmt.Errorf("%s: %w", id, tasks.ErrUnknownAttempt)
+		} else if err != nil {
+			return nil, err
+		}
 	}
-	return x.h.post(ctx, PathKubeAttach, KubeCall{Executor: eid, ID: id, Offset: offset})
 }
 
 // Wait blocks until the attempt has ended, calling placed as where it runs becomes known.
@@ -125,10 +249,10 @@ func (x *KubeExecutor) Wait(ctx context.Context, id tasks.AttemptID, placed func
 	delay := waitRetryMin
 	for {
 		st, err := x.waitOnce(ctx, id, placed)
-		if err == nil || ctx.Err() != nil || !errors.Is(err, tasks.ErrExecutorUnavailable) {
-			if ctx.Err() != nil {
-				err = ctx.Err()
-			}
+		if ctx.Err() != nil {
+			return tasks.RunStatus{}, ctx.Err()
+		}
+		if !errors.Is(err, tasks.ErrExecutorUnavailable) {
 			return st, err
 		}
 		select {
@@ -147,10 +271,26 @@ const (
 )
 
 func (x *KubeExecutor) waitOnce(ctx context.Context, id tasks.AttemptID, placed func(tasks.Placement)) (tasks.RunStatus, error) {
-	eid, err := x.executor(ctx)
-	if err != nil {
-		return tasks.RunStatus{}, err
+	for took := false; ; took = true {
+		eid, gen, err := x.executor(ctx)
+		if err != nil {
+			return tasks.RunStatus{}, err
+		}
+		st, err := x.waitStream(ctx, eid, id, placed)
+		if took || !errors.Is(err, tasks.ErrUnknownAttempt) {
+			return st, err
+		}
+		if err := x.takeOver(ctx, id, eid, gen); errors.Is(err, errGone) {
+			return goneStatus(id), nil
+		} else if err != nil {
+			return tasks.RunStatus{}, err
+		}
 	}
+}
+
+// waitStream makes one wait call and reads its events: where the attempt runs, then how
+// it ended, or why the wait failed (an attempt the helper does not know among others).
+func (x *KubeExecutor) waitStream(ctx context.Context, eid int64, id tasks.AttemptID, placed func(tasks.Placement)) (tasks.RunStatus, error) {
 	body, err := x.h.post(ctx, PathKubeWait, KubeCall{Executor: eid, ID: id})
 	if err != nil {
 		return tasks.RunStatus{}, err
@@ -179,19 +319,26 @@ func (x *KubeExecutor) waitOnce(ctx context.Context, id tasks.AttemptID, placed 
 // Status says how the attempt is now.
 func (x *KubeExecutor) Status(ctx context.Context, id tasks.AttemptID) (tasks.RunStatus, error) {
 	var res KubeResult
-	err := x.do(ctx, PathKubeStatus, KubeCall{ID: id}, &res)
+	err := x.do(ctx, PathKubeStatus, KubeCall{ID: id}, true, &res)
+	if errors.Is(err, errGone) {
+		return goneStatus(id), nil
+	}
 	return res.Status.Task(), err
 }
 
 // Cancel asks the attempt to stop, forcing it after grace.
 func (x *KubeExecutor) Cancel(ctx context.Context, id tasks.AttemptID, grace time.Duration) error {
-	return x.do(ctx, PathKubeCancel, KubeCall{ID: id, Grace: int64(grace)}, nil)
+	err := x.do(ctx, PathKubeCancel, KubeCall{ID: id, Grace: int64(grace)}, true, nil)
+	if errors.Is(err, errGone) {
+		return fmt.Errorf("%s: %w", id, tasks.ErrUnknownAttempt) // nothing left to stop
+	}
+	return err
 }
 
 // List reports the attempts of workspace on the cluster.
 func (x *KubeExecutor) List(ctx context.Context, workspace string) ([]tasks.RunStatus, error) {
 	var res KubeResult
-	if err := x.do(ctx, PathKubeList, KubeCall{Workspace: workspace}, &res); err != nil {
+	if err := x.do(ctx, PathKubeList, KubeCall{Workspace: workspace}, false, &res); err != nil {
 		return nil, err
 	}
 	out := make([]tasks.RunStatus, len(res.Statuses))
@@ -201,34 +348,43 @@ func (x *KubeExecutor) List(ctx context.Context, workspace string) ([]tasks.RunS
 	return out, nil
 }
 
-// releaseTimeout bounds a release: it has no context of its own.
+// releaseTimeout bounds a release or a close: they have no context of their own.
 const releaseTimeout = 10 * time.Second
 
-// Release lets the helper forget the attempt.
+// live returns the executor's id when the helper it lives in still runs; it never starts
+// a helper (one that died took its executor, and what it followed, with it).
+func (x *KubeExecutor) live() (int64, bool) {
+	gen, running := x.h.running()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.id, running && x.id != 0 && x.gen == gen
+}
+
+// Release lets the executor forget the attempt.
 func (x *KubeExecutor) Release(id tasks.AttemptID) {
 	x.mu.Lock()
 	delete(x.attempts, id)
-	opened := x.id != 0
 	x.mu.Unlock()
-	if !opened {
+	eid, ok := x.live()
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	x.do(ctx, PathKubeRelease, KubeCall{ID: id}, nil)
+	x.h.callRunning(ctx, PathKubeRelease, KubeCall{Executor: eid, ID: id})
 }
 
 // Close stops the helper's executor watching the namespace (its Jobs run on). The helper
 // itself is its owner's to close.
 func (x *KubeExecutor) Close() {
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	x.closed = true
-	if x.id == 0 {
+	x.mu.Unlock()
+	eid, ok := x.live()
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	x.h.call(ctx, PathKubeClose, KubeCall{Executor: x.id}, nil)
-	x.id = 0
+	x.h.callRunning(ctx, PathKubeClose, KubeCall{Executor: eid})
 }

@@ -69,7 +69,9 @@ type Helper struct {
 	life   io.WriteCloser // its standard input
 	dir    string         // the private directory of its socket
 	client *http.Client
-	exited chan struct{} // closed once it exited and its log lines are all logged
+	exited chan struct{} // closed once it exited (and was reaped)
+	logged chan struct{} // closed once its standard error ended and all of it is logged
+	logs   *os.File      // the read end of its standard error
 	last   *lastLine     // its last log line, which says why when it exits at once
 }
 
@@ -111,9 +113,12 @@ func find() (string, error) {
 	return "", fmt.Errorf("%w beside mcp-harness or on PATH: Kubernetes tasks and s3:// buckets run through it; install it from the same release (or go install github.com/mcp-harness/mcp-harness/cmd/%s), or name it with %s", ErrNoHelper, HelperName, HelperEnv)
 }
 
-// connect returns the client of the helper and its generation, starting a helper when
-// none runs.
-func (h *Helper) connect() (*http.Client, int, error) {
+// errNotRunning reports a call that would have needed a helper started.
+var errNotRunning = errors.New(HelperName + " does not run")
+
+// connect returns the client of the helper and its generation. When none runs (none was
+// started, or the one started died), start says whether to start one.
+func (h *Helper) connect(start bool) (*http.Client, int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -122,17 +127,35 @@ func (h *Helper) connect() (*http.Client, int, error) {
 	if h.cmd != nil {
 		select {
 		case <-h.exited:
-			h.log().Warn("the remote helper exited; starting it again", "pid", h.cmd.Process.Pid, "status", h.cmd.ProcessState.String())
+			h.log().Warn("the remote helper exited; starting it again at the next call that needs it", "pid", h.cmd.Process.Pid, "status", h.cmd.ProcessState.String())
 			h.forgetLocked()
 		default:
 		}
 	}
 	if h.cmd == nil {
+		if !start {
+			return nil, 0, errNotRunning
+		}
 		if err := h.startLocked(); err != nil {
 			return nil, 0, err
 		}
 	}
 	return h.client, h.gen, nil
+}
+
+// running returns the generation of the helper that runs now, and whether one does.
+func (h *Helper) running() (int, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cmd == nil {
+		return 0, false
+	}
+	select {
+	case <-h.exited:
+		return 0, false
+	default:
+		return h.gen, true
+	}
 }
 
 func (h *Helper) log() *slog.Logger {
@@ -173,29 +196,36 @@ func (h *Helper) startLocked() error {
 	if err != nil {
 		return fail(err)
 	}
-	stderr, err := cmd.StderrPipe()
+	// Its standard error is a pipe of ours, not os/exec's: a program the helper starts
+	// (a kubeconfig's credential plugin) may hold it after the helper exited, and the
+	// helper's exit must be seen all the same (it is, by Wait, which does not wait for it).
+	logs, logsW, err := os.Pipe()
 	if err != nil {
 		life.Close()
 		return fail(err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stderr = logsW
+	err = cmd.Start()
+	logsW.Close()
+	if err != nil {
 		life.Close()
+		logs.Close()
 		return fail(err)
 	}
-	log, exited, last := h.log(), make(chan struct{}), &lastLine{}
+	log, exited, logged, last := h.log(), make(chan struct{}), make(chan struct{}), &lastLine{}
 	go func() {
 		defer close(exited)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(nil, 64<<10)
-		for sc.Scan() {
-			log.Info(sc.Text(), "from", HelperName)
-			last.set(sc.Text())
-		}
-		io.Copy(io.Discard, stderr) // a line too long ends the scan, not the process
-		cmd.Wait()                  // its standard error is read to its end: Wait may close it
+		cmd.Wait()
+	}()
+	go func() {
+		defer close(logged)
+		logLines(logs, func(line string) {
+			log.Info(line, "from", HelperName)
+			last.set(line)
+		})
 	}()
 	h.gen++
-	h.cmd, h.life, h.dir, h.exited, h.last = cmd, life, dir, exited, last
+	h.cmd, h.life, h.dir, h.exited, h.logged, h.logs, h.last = cmd, life, dir, exited, logged, logs, last
 	h.client = &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -223,12 +253,43 @@ func socketDir() (string, error) {
 	return os.MkdirTemp("/tmp", name)
 }
 
+// logDrain is how long the log lines of a helper that exited are still read: a program
+// it started may hold its standard error open for longer.
+const logDrain = time.Second
+
 // forgetLocked lets go of a helper that exited.
 func (h *Helper) forgetLocked() {
 	h.client.CloseIdleConnections()
 	h.life.Close()
+	select {
+	case <-h.logged:
+	case <-time.After(logDrain):
+	}
+	h.logs.Close() // ends the reader of its log, if something still held the pipe
+	<-h.logged
 	os.RemoveAll(h.dir)
-	h.cmd, h.life, h.dir, h.client, h.last = nil, nil, "", nil, nil
+	h.cmd, h.life, h.dir, h.client, h.last, h.logs = nil, nil, "", nil, nil, nil
+}
+
+// maxLogLine is the longest log line of the helper logged whole; a longer one is cut.
+const maxLogLine = 64 << 10
+
+// logLines calls line for each line read from r until it ends: a line longer than
+// maxLogLine is cut there, and the reading goes on.
+func logLines(r io.Reader, line func(string)) {
+	br := bufio.NewReaderSize(r, maxLogLine)
+	for {
+		b, isPrefix, err := br.ReadLine()
+		if len(b) > 0 || (err == nil && !isPrefix) {
+			line(string(b))
+		}
+		for isPrefix && err == nil { // the rest of a line too long
+			_, isPrefix, err = br.ReadLine()
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // whyWait is how long a call that found no helper answering waits for the helper to
@@ -239,15 +300,20 @@ const whyWait = time.Second
 // thing it logged, once it has exited; "" while it runs.
 func (h *Helper) why() string {
 	h.mu.Lock()
-	cmd, exited, last := h.cmd, h.exited, h.last
+	cmd, exited, logged, last := h.cmd, h.exited, h.logged, h.last
 	h.mu.Unlock()
 	if cmd == nil {
 		return ""
 	}
+	deadline := time.After(whyWait)
 	select {
 	case <-exited:
-	case <-time.After(whyWait):
+	case <-deadline:
 		return ""
+	}
+	select {
+	case <-logged:
+	case <-deadline:
 	}
 	return fmt.Sprintf(" (it exited, %s: %s)", cmd.ProcessState, last.get())
 }
@@ -304,9 +370,25 @@ func (h *Helper) UseLog(log *slog.Logger) {
 }
 
 // post makes the call at path with body in and returns the answer's body, which the
-// caller closes, or the helper's error.
+// caller closes, or the helper's error. It starts a helper when none runs.
 func (h *Helper) post(ctx context.Context, path string, in any) (io.ReadCloser, error) {
-	c, _, err := h.connect()
+	return h.send(ctx, path, in, true)
+}
+
+// callRunning makes the call at path, and discards its answer, if a helper runs now; it
+// starts none.
+func (h *Helper) callRunning(ctx context.Context, path string, in any) error {
+	body, err := h.send(ctx, path, in, false)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	_, err = io.Copy(io.Discard, body)
+	return err
+}
+
+func (h *Helper) send(ctx context.Context, path string, in any, start bool) (io.ReadCloser, error) {
+	c, _, err := h.connect(start)
 	if err != nil {
 		return nil, err
 	}

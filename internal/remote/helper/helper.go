@@ -5,6 +5,8 @@ package helper
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +39,9 @@ func Serve(ln net.Listener, lifeline io.Reader, log *slog.Logger) error {
 			}
 			x := h.executor(c.Executor)
 			if x == nil {
-				fail(w, fmt.Errorf("no Kubernetes executor %d in %s", c.Executor, remote.HelperName))
+				// Made by a helper before this one (ids are random, never reused): the
+				// server opens its executor again here and calls again.
+				fail(w, fmt.Errorf("%w: no Kubernetes executor %d in this %s", tasks.ErrExecutorUnavailable, c.Executor, remote.HelperName))
 				return
 			}
 			fn(w, r, x, c)
@@ -181,10 +185,11 @@ func (l *serverOnly) Accept() (net.Conn, error) {
 type helper struct {
 	log *slog.Logger
 
-	mu      sync.Mutex
-	next    int64
-	kube    map[int64]*kube.Executor
-	buckets map[string]objstore.Backend // by bucket and query
+	mu   sync.Mutex
+	kube map[int64]*kube.Executor
+
+	bucketsMu sync.Mutex                  // held while a bucket is opened, which may read files
+	buckets   map[string]objstore.Backend // by bucket and query
 }
 
 func (h *helper) kubeOpen(w http.ResponseWriter, r *http.Request) {
@@ -198,8 +203,7 @@ func (h *helper) kubeOpen(w http.ResponseWriter, r *http.Request) {
 		Logger: h.log,
 	})
 	h.mu.Lock()
-	h.next++
-	id := h.next
+	id := newID(h.kube)
 	h.kube[id] = x
 	h.mu.Unlock()
 	answer(w, remote.KubeResult{Executor: id}, nil)
@@ -220,6 +224,20 @@ func (h *helper) kubeClose(w http.ResponseWriter, r *http.Request) {
 	answer(w, nil, nil)
 }
 
+// newID is an executor id not in use here, and in no helper before this one (random, of
+// 62 bits): a call that a server meant for an executor of a helper that died is refused,
+// never taken by another executor.
+func newID(used map[int64]*kube.Executor) int64 {
+	for {
+		var b [8]byte
+		rand.Read(b[:])
+		id := int64(binary.BigEndian.Uint64(b[:]) >> 2)
+		if _, ok := used[id]; id != 0 && !ok {
+			return id
+		}
+	}
+}
+
 func (h *helper) executor(id int64) *kube.Executor {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -230,6 +248,7 @@ func (h *helper) executor(id int64) *kube.Executor {
 func (h *helper) kubeWait(w http.ResponseWriter, r *http.Request, x *kube.Executor, c remote.KubeCall) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
+	http.NewResponseController(w).Flush() // the server's call returns: the wait has begun
 	var mu sync.Mutex
 	enc := json.NewEncoder(w)
 	send := func(ev remote.WaitEvent) {
@@ -250,8 +269,8 @@ func (h *helper) kubeWait(w http.ResponseWriter, r *http.Request, x *kube.Execut
 // bucket is the backend c names, opened at its first call.
 func (h *helper) bucket(ctx context.Context, c remote.S3Call) (objstore.Backend, error) {
 	name := c.Bucket + "?" + c.Query
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.bucketsMu.Lock()
+	defer h.bucketsMu.Unlock()
 	if b := h.buckets[name]; b != nil {
 		return b, nil
 	}
@@ -270,20 +289,26 @@ func (h *helper) bucket(ctx context.Context, c remote.S3Call) (objstore.Backend,
 // close stops the executors watching and closes the buckets.
 func (h *helper) close() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	for id, x := range h.kube {
 		x.Close()
 		delete(h.kube, id)
 	}
+	h.mu.Unlock()
+	h.bucketsMu.Lock()
+	defer h.bucketsMu.Unlock()
 	for name, b := range h.buckets {
 		b.Close()
 		delete(h.buckets, name)
 	}
 }
 
+// maxCall bounds a call's body: an attempt's environment is the largest thing a call
+// carries.
+const maxCall = 64 << 20
+
 // decode reads the call's body into v, or answers that it cannot.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxCall)).Decode(v); err != nil {
 		fail(w, fmt.Errorf("a call to %s that cannot be read: %v", r.URL.Path, err))
 		return false
 	}
@@ -316,6 +341,7 @@ func stream(w http.ResponseWriter, r io.Reader) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	rc.Flush() // the server's call returns before the first byte, which may be long in coming
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := r.Read(buf)
