@@ -584,13 +584,7 @@ func TestKube_HelperKilledWhilePodsRun(t *testing.T) {
 	if jobs, _ := c.graphObjects(t, graphID); len(jobs) > 4 {
 		t.Errorf("the graph has Jobs %v: an attempt was started again, not taken over", jobs)
 	}
-	now := helperChildren(t, s.cmd.Process.Pid)
-	if len(now) != 1 || now[0] == pids[0] {
-		t.Errorf("helpers after the kill %v (the first was %d), want one new one", now, pids[0])
-	}
-	if !strings.Contains(s.stderr.String(), "starting it again") {
-		t.Errorf("the server's log does not say the helper was started again:\n%s", s.stderr)
-	}
+	helperReplaced(t, s, pids[0])
 }
 
 // A node that goes away while its pod runs: NODE_LOST once the cluster marks it

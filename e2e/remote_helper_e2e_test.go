@@ -192,9 +192,16 @@ func TestRemoteHelper_StartedAgainAfterItDied(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
 	}
-	second := helperChildren(t, s.cmd.Process.Pid)
-	if len(second) != 1 || second[0] == first[0] {
-		t.Fatalf("helpers after the first was killed: %v (the first was %d), want one new one", second, first[0])
+	helperReplaced(t, s, first[0])
+}
+
+// helperReplaced checks that the server runs one helper, not the one it ran before (which
+// was killed), and that its log says it started another.
+func helperReplaced(t *testing.T, s *server, before int) {
+	t.Helper()
+	now := helperChildren(t, s.cmd.Process.Pid)
+	if len(now) != 1 || now[0] == before {
+		t.Errorf("helpers after the one before (%d) was killed: %v, want one new one", before, now)
 	}
 	if !strings.Contains(s.stderr.String(), "the remote helper exited; starting it again") {
 		t.Errorf("the server's log does not say the helper was started again:\n%s", s.stderr)

@@ -348,16 +348,25 @@ func (x *KubeExecutor) List(ctx context.Context, workspace string) ([]tasks.RunS
 	return out, nil
 }
 
-// releaseTimeout bounds a release or a close: they have no context of their own.
+// releaseTimeout bounds a release or a close.
 const releaseTimeout = 10 * time.Second
 
-// live returns the executor's id when the helper it lives in still runs; it never starts
-// a helper (one that died took its executor, and what it followed, with it).
-func (x *KubeExecutor) live() (int64, bool) {
+// callLive makes the call for the executor, with c.Executor set, if the helper it lives
+// in still runs; it never starts a helper (one that died took its executor, and what it
+// followed, with it). Release and Close have no context of their own: releaseTimeout
+// bounds it.
+func (x *KubeExecutor) callLive(path string, c KubeCall) {
 	gen, running := x.h.running()
 	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.id, running && x.id != 0 && x.gen == gen
+	c.Executor = x.id
+	live := running && x.id != 0 && x.gen == gen
+	x.mu.Unlock()
+	if !live {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	x.h.callRunning(ctx, path, c)
 }
 
 // Release lets the executor forget the attempt.
@@ -365,13 +374,7 @@ func (x *KubeExecutor) Release(id tasks.AttemptID) {
 	x.mu.Lock()
 	delete(x.attempts, id)
 	x.mu.Unlock()
-	eid, ok := x.live()
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	x.h.callRunning(ctx, PathKubeRelease, KubeCall{Executor: eid, ID: id})
+	x.callLive(PathKubeRelease, KubeCall{ID: id})
 }
 
 // Close stops the helper's executor watching the namespace (its Jobs run on). The helper
@@ -380,11 +383,5 @@ func (x *KubeExecutor) Close() {
 	x.mu.Lock()
 	x.closed = true
 	x.mu.Unlock()
-	eid, ok := x.live()
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	x.h.callRunning(ctx, PathKubeClose, KubeCall{Executor: eid})
+	x.callLive(PathKubeClose, KubeCall{})
 }
