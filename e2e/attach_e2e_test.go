@@ -580,8 +580,13 @@ func TestAttach_E2E_keysToHungServer(t *testing.T) {
 	})
 	close(stopTyping)
 	<-writerDone
-	master.Close() // cat ends
+	// cat ends with its process group, and then the reader sees the terminal gone. Closing
+	// the master would not do it: a read under way keeps the master open past Close (the
+	// master is in blocking mode, as creack/pty leaves it), and with nothing more to read
+	// the reader, and this test, would wait for ever.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	<-readerDone
+	master.Close()
 	stderr, _ := os.ReadFile(out + ".err")
 	if want := "detached from " + id + ": the server (server 1, pid " + strconv.Itoa(s.cmd.Process.Pid) + ") did not take what you sent within 2s (is it hung?)"; strings.TrimSpace(string(rc)) != "1" || !strings.Contains(string(stderr), want) {
 		t.Errorf("attach to a stopped server after typing on: exit %s, stderr %q; want 1 and %q", rc, stderr, want)
