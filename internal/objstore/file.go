@@ -140,7 +140,7 @@ func (d *dirBucket) Remove(ctx context.Context, key string) error {
 	return nil
 }
 
-// check reads the directory (the prefix of a file bucket is always empty).
+// Check reads the directory (the prefix of a file bucket is always empty).
 func (d *dirBucket) Check(ctx context.Context, prefix string) error {
 	f, err := os.Open(filepath.Join(d.dir, filepath.FromSlash(strings.TrimSuffix(prefix, "/"))))
 	if err != nil {

@@ -52,9 +52,9 @@ type Backend interface {
 }
 
 // OpenS3 opens the backend of an s3:// bucket: bucket is the URL's host, query its query
-// parameters, checked there (an unknown one is refused). It contacts nothing. The server
-// sets it to the remote helper's (package remote), which runs the helper's, the AWS SDK's
-// (package objstore/s3): the SDK is not linked into the server. nil refuses s3 URLs.
+// parameters, checked there (an unknown one is refused). It contacts nothing. In the
+// server it is the remote helper's (package remote), so the AWS SDK is not linked into the
+// server; in the helper, package objstore/s3's Open. nil refuses s3 URLs.
 var OpenS3 func(ctx context.Context, bucket string, query url.Values) (Backend, error)
 
 // Bucket is a bucket and a key prefix in it.
@@ -111,9 +111,6 @@ func (b *Bucket) Key(graphID string) string { return b.prefix + graphID + ".tar.
 
 // Display is how a key is named in results: scheme://bucket/key.
 func (b *Bucket) Display(key string) string { return b.base + key }
-
-// Backend is the bucket's backend.
-func (b *Bucket) Backend() Backend { return b.be }
 
 // Close closes the bucket.
 func (b *Bucket) Close() error { return b.be.Close() }

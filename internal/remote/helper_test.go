@@ -56,7 +56,7 @@ func startedHelper(t *testing.T) (*Helper, *KubeExecutor) {
 	if err := x.Check(t.Context()); !errors.Is(err, tasks.ErrExecutorUnavailable) {
 		t.Fatalf("Check without a cluster = %v, want unavailable", err)
 	}
-	if h.Pid() == 0 {
+	if h.pid() == 0 {
 		t.Fatal("no helper runs after a call")
 	}
 	return h, x
@@ -79,7 +79,7 @@ func waitExited(t *testing.T, h *Helper) {
 // just for that (what the dead one held went with it); the next real call starts one.
 func TestKubeExecutor_CloseAfterTheHelperDiedStartsNone(t *testing.T) {
 	h, x := startedHelper(t)
-	syscall.Kill(h.Pid(), syscall.SIGKILL)
+	syscall.Kill(h.pid(), syscall.SIGKILL)
 	waitExited(t, h)
 	x.Release(tasks.AttemptID{GraphID: "g", TaskID: "t", Attempt: 1})
 	if _, ok := h.running(); ok {
@@ -89,13 +89,13 @@ func TestKubeExecutor_CloseAfterTheHelperDiedStartsNone(t *testing.T) {
 	if err := y.Check(t.Context()); !errors.Is(err, tasks.ErrExecutorUnavailable) || !strings.Contains(err.Error(), "no Kubernetes cluster is configured") {
 		t.Fatalf("Check through a new helper = %v", err)
 	}
-	pid := h.Pid()
+	pid := h.pid()
 	x.Close() // x's executor lived in the dead helper: nothing to close in this one
 	if err := y.Check(t.Context()); !strings.Contains(fmt.Sprint(err), "no Kubernetes cluster is configured") {
 		t.Errorf("after x closed, y's Check = %v, want its executor still there", err)
 	}
-	if h.Pid() != pid {
-		t.Errorf("the helper changed from %d to %d", pid, h.Pid())
+	if h.pid() != pid {
+		t.Errorf("the helper changed from %d to %d", pid, h.pid())
 	}
 }
 
@@ -113,7 +113,7 @@ func TestHelper_UnknownExecutorIsUnavailable(t *testing.T) {
 // helper serves on, for the server's shutdown.
 func TestHelper_OutlivesSIGINTAndSIGTERM(t *testing.T) {
 	h, x := startedHelper(t)
-	pid := h.Pid()
+	pid := h.pid()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		syscall.Kill(pid, sig)
 	}
@@ -126,8 +126,8 @@ func TestHelper_OutlivesSIGINTAndSIGTERM(t *testing.T) {
 			t.Fatalf("Check after the signals = %v", err)
 		}
 	}
-	if h.Pid() != pid {
-		t.Fatalf("the helper was started again (%d, then %d): the signals killed it", pid, h.Pid())
+	if h.pid() != pid {
+		t.Fatalf("the helper was started again (%d, then %d): the signals killed it", pid, h.pid())
 	}
 	if err := syscall.Kill(pid, 0); err != nil {
 		t.Fatalf("the helper is gone after the signals: %v", err)

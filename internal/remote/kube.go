@@ -110,25 +110,30 @@ func (x *KubeExecutor) executor(ctx context.Context) (int64, int, error) {
 	}
 }
 
-// do makes a kube call for the executor, about attempt c.ID when about is set: an
-// attempt the helper does not know, and that this executor started through a helper
-// before it, is taken over first (takeOver).
-func (x *KubeExecutor) do(ctx context.Context, path string, c KubeCall, about bool, out *KubeResult) error {
-	var o any
-	if out != nil {
-		o = out
+// call makes a kube call for the executor and decodes its answer into out (nil: none).
+func (x *KubeExecutor) call(ctx context.Context, eid int64, path string, c KubeCall, out *KubeResult) error {
+	c.Executor = eid
+	if out == nil {
+		return x.h.call(ctx, path, c, nil)
 	}
+	return x.h.call(ctx, path, c, out)
+}
+
+// about runs call, given the executor's id, for attempt id. When the helper does not
+// know the attempt and this executor started it through a helper before this one, the
+// attempt is taken over (takeOver) and call runs again, once; errGone says its Job was
+// gone by then.
+func (x *KubeExecutor) about(ctx context.Context, id tasks.AttemptID, call func(eid int64) error) error {
 	for took := false; ; took = true {
-		id, gen, err := x.executor(ctx)
+		eid, gen, err := x.executor(ctx)
 		if err != nil {
 			return err
 		}
-		c.Executor = id
-		err = x.h.call(ctx, path, c, o)
-		if !about || took || !errors.Is(err, tasks.ErrUnknownAttempt) {
+		err = call(eid)
+		if took || !errors.Is(err, tasks.ErrUnknownAttempt) {
 			return err
 		}
-		if err := x.takeOver(ctx, c.ID, id, gen); err != nil {
+		if err := x.takeOver(ctx, id, eid, gen); err != nil {
 			return err
 		}
 	}
@@ -138,35 +143,31 @@ func (x *KubeExecutor) do(ctx context.Context, path string, c KubeCall, about bo
 // new helper came to take it over.
 var errGone = errors.New("gone")
 
-// takeOver has executor id, of helper generation gen, follow attempt a started through
+// takeOver has executor eid, of helper generation gen, follow attempt id, started through
 // an earlier helper. An attempt this executor did not start is left unknown (the error
 // the caller had stands), and so is one whose first start is still in flight (that
 // start's answer says how it went). errGone says its Job was gone.
 func (x *KubeExecutor) takeOver(ctx context.Context, id tasks.AttemptID, eid int64, gen int) error {
 	x.mu.Lock()
 	r := x.attempts[id]
-	var a *Attempt
 	switch {
-	case r == nil || r.gen == 0:
-		x.mu.Unlock()
-		return fmt.Errorf("%s: %w", id, tasks.ErrUnknownAttempt)
-	case r.gone:
+	case r != nil && r.gone:
 		x.mu.Unlock()
 		return errGone
-	case r.gen >= gen:
+	case r == nil || r.gen == 0 || r.gen >= gen: // not ours, in flight, or this helper's own
 		x.mu.Unlock()
-		return fmt.Errorf("%s: %w", id, tasks.ErrUnknownAttempt) // this helper started it, and forgot it
+		return fmt.Errorf("%s: %w", id, tasks.ErrUnknownAttempt)
 	}
-	a = r.attempt
+	a := r.attempt
 	x.mu.Unlock()
 
 	var st KubeResult
-	if err := x.h.call(ctx, PathKubeStatus, KubeCall{Executor: eid, ID: id}, &st); err != nil {
+	if err := x.call(ctx, eid, PathKubeStatus, KubeCall{ID: id}, &st); err != nil {
 		return unavailable(err)
 	}
 	gone := st.Status.Phase == tasks.PhaseGone
 	if !gone {
-		if err := x.h.call(ctx, PathKubeStart, KubeCall{Executor: eid, ID: id, Attempt: a}, nil); err != nil {
+		if err := x.call(ctx, eid, PathKubeStart, KubeCall{ID: id, Attempt: a}, nil); err != nil {
 			return unavailable(err)
 		}
 	}
@@ -193,24 +194,29 @@ func (x *KubeExecutor) Name() tasks.ExecutorName { return tasks.ExecutorKubernet
 
 // Check reports whether the cluster answers (kube.Executor.Check).
 func (x *KubeExecutor) Check(ctx context.Context) error {
-	return x.do(ctx, PathKubeCheck, KubeCall{}, false, nil)
+	eid, _, err := x.executor(ctx)
+	if err != nil {
+		return err
+	}
+	return x.call(ctx, eid, PathKubeCheck, KubeCall{}, nil)
 }
 
 // Start starts a's Job, or takes over the one started under its identity. The attempt is
 // remembered before the call, so that a new helper started meanwhile takes it over.
 func (x *KubeExecutor) Start(ctx context.Context, a tasks.Attempt) (tasks.Placement, error) {
+	wa := AttemptOf(a)
 	x.mu.Lock()
 	r := x.attempts[a.ID]
 	fresh := r == nil
 	if fresh {
-		r = &remembered{attempt: AttemptOf(a)}
+		r = &remembered{attempt: wa}
 		x.attempts[a.ID] = r
 	}
 	x.mu.Unlock()
 	var res KubeResult
-	id, gen, err := x.executor(ctx)
+	eid, gen, err := x.executor(ctx)
 	if err == nil {
-		err = x.h.call(ctx, PathKubeStart, KubeCall{Executor: id, Attempt: AttemptOf(a), ID: a.ID}, &res)
+		err = x.call(ctx, eid, PathKubeStart, KubeCall{Attempt: wa, ID: a.ID}, &res)
 	}
 	x.mu.Lock()
 	switch {
@@ -225,21 +231,15 @@ func (x *KubeExecutor) Start(ctx context.Context, a tasks.Attempt) (tasks.Placem
 
 // Attach follows the attempt's output from byte offset on.
 func (x *KubeExecutor) Attach(ctx context.Context, id tasks.AttemptID, offset int64) (io.ReadCloser, error) {
-	for took := false; ; took = true {
-		eid, gen, err := x.executor(ctx)
-		if err != nil {
-			return nil, err
-		}
-		body, err := x.h.post(ctx, PathKubeAttach, KubeCall{Executor: eid, ID: id, Offset: offset})
-		if took || !errors.Is(err, tasks.ErrUnknownAttempt) {
-			return body, err
-		}
-		if err := x.takeOver(ctx, id, eid, gen); errors.Is(err, errGone) {
-			return nil, fmt.Errorf("%s: %w", id, tasks.ErrUnknownAttempt)
-		} else if err != nil {
-			return nil, err
-		}
+	var body io.ReadCloser
+	err := x.about(ctx, id, func(eid int64) (err error) {
+		body, err = x.h.post(ctx, PathKubeAttach, KubeCall{Executor: eid, ID: id, Offset: offset})
+		return err
+	})
+	if errors.Is(err, errGone) {
+		return nil, fmt.Errorf("%s: %w", id, tasks.ErrUnknownAttempt) // nothing left to read
 	}
+	return body, err
 }
 
 // Wait blocks until the attempt has ended, calling placed as where it runs becomes known.
@@ -271,21 +271,15 @@ const (
 )
 
 func (x *KubeExecutor) waitOnce(ctx context.Context, id tasks.AttemptID, placed func(tasks.Placement)) (tasks.RunStatus, error) {
-	for took := false; ; took = true {
-		eid, gen, err := x.executor(ctx)
-		if err != nil {
-			return tasks.RunStatus{}, err
-		}
-		st, err := x.waitStream(ctx, eid, id, placed)
-		if took || !errors.Is(err, tasks.ErrUnknownAttempt) {
-			return st, err
-		}
-		if err := x.takeOver(ctx, id, eid, gen); errors.Is(err, errGone) {
-			return goneStatus(id), nil
-		} else if err != nil {
-			return tasks.RunStatus{}, err
-		}
+	var st tasks.RunStatus
+	err := x.about(ctx, id, func(eid int64) (err error) {
+		st, err = x.waitStream(ctx, eid, id, placed)
+		return err
+	})
+	if errors.Is(err, errGone) {
+		return goneStatus(id), nil
 	}
+	return st, err
 }
 
 // waitStream makes one wait call and reads its events: where the attempt runs, then how
@@ -319,7 +313,7 @@ func (x *KubeExecutor) waitStream(ctx context.Context, eid int64, id tasks.Attem
 // Status says how the attempt is now.
 func (x *KubeExecutor) Status(ctx context.Context, id tasks.AttemptID) (tasks.RunStatus, error) {
 	var res KubeResult
-	err := x.do(ctx, PathKubeStatus, KubeCall{ID: id}, true, &res)
+	err := x.about(ctx, id, func(eid int64) error { return x.call(ctx, eid, PathKubeStatus, KubeCall{ID: id}, &res) })
 	if errors.Is(err, errGone) {
 		return goneStatus(id), nil
 	}
@@ -328,7 +322,9 @@ func (x *KubeExecutor) Status(ctx context.Context, id tasks.AttemptID) (tasks.Ru
 
 // Cancel asks the attempt to stop, forcing it after grace.
 func (x *KubeExecutor) Cancel(ctx context.Context, id tasks.AttemptID, grace time.Duration) error {
-	err := x.do(ctx, PathKubeCancel, KubeCall{ID: id, Grace: int64(grace)}, true, nil)
+	err := x.about(ctx, id, func(eid int64) error {
+		return x.call(ctx, eid, PathKubeCancel, KubeCall{ID: id, Grace: grace}, nil)
+	})
 	if errors.Is(err, errGone) {
 		return fmt.Errorf("%s: %w", id, tasks.ErrUnknownAttempt) // nothing left to stop
 	}
@@ -337,8 +333,12 @@ func (x *KubeExecutor) Cancel(ctx context.Context, id tasks.AttemptID, grace tim
 
 // List reports the attempts of workspace on the cluster.
 func (x *KubeExecutor) List(ctx context.Context, workspace string) ([]tasks.RunStatus, error) {
+	eid, _, err := x.executor(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var res KubeResult
-	if err := x.do(ctx, PathKubeList, KubeCall{Workspace: workspace}, false, &res); err != nil {
+	if err := x.call(ctx, eid, PathKubeList, KubeCall{Workspace: workspace}, &res); err != nil {
 		return nil, err
 	}
 	out := make([]tasks.RunStatus, len(res.Statuses))

@@ -39,6 +39,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/objstore"
@@ -72,25 +73,9 @@ type Helper struct {
 	exited chan struct{} // closed once it exited (and was reaped)
 	logged chan struct{} // closed once its standard error ended and all of it is logged
 	logs   *os.File      // the read end of its standard error
-	last   *lastLine     // its last log line, which says why when it exits at once
-}
-
-// lastLine is the last line a helper logged.
-type lastLine struct {
-	mu   sync.Mutex
-	line string
-}
-
-func (l *lastLine) set(s string) {
-	l.mu.Lock()
-	l.line = s
-	l.mu.Unlock()
-}
-
-func (l *lastLine) get() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.line
+	// last is its last log line, which says why when it exits at once (set by the
+	// reader of its log, which must not wait for mu: Close holds mu while it waits).
+	last *atomic.Pointer[string]
 }
 
 // find is the helper executable's path.
@@ -212,7 +197,7 @@ func (h *Helper) startLocked() error {
 		logs.Close()
 		return fail(err)
 	}
-	log, exited, logged, last := h.log(), make(chan struct{}), make(chan struct{}), &lastLine{}
+	log, exited, logged, last := h.log(), make(chan struct{}), make(chan struct{}), new(atomic.Pointer[string])
 	go func() {
 		defer close(exited)
 		cmd.Wait()
@@ -221,7 +206,7 @@ func (h *Helper) startLocked() error {
 		defer close(logged)
 		logLines(logs, func(line string) {
 			log.Info(line, "from", HelperName)
-			last.set(line)
+			last.Store(&line)
 		})
 	}()
 	h.gen++
@@ -315,7 +300,11 @@ func (h *Helper) why() string {
 	case <-logged:
 	case <-deadline:
 	}
-	return fmt.Sprintf(" (it exited, %s: %s)", cmd.ProcessState, last.get())
+	line := ""
+	if p := last.Load(); p != nil {
+		line = *p
+	}
+	return fmt.Sprintf(" (it exited, %s: %s)", cmd.ProcessState, line)
 }
 
 // closeWait is how long Close waits for the helper to exit once told to, before it
@@ -350,8 +339,8 @@ func (h *Helper) Close() error {
 	return err
 }
 
-// Pid is the process id of the helper that runs now, 0 if none does.
-func (h *Helper) Pid() int {
+// pid is the process id of the helper that runs now, 0 if none does.
+func (h *Helper) pid() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.cmd == nil {
@@ -373,18 +362,6 @@ func (h *Helper) UseLog(log *slog.Logger) {
 // caller closes, or the helper's error. It starts a helper when none runs.
 func (h *Helper) post(ctx context.Context, path string, in any) (io.ReadCloser, error) {
 	return h.send(ctx, path, in, true)
-}
-
-// callRunning makes the call at path, and discards its answer, if a helper runs now; it
-// starts none.
-func (h *Helper) callRunning(ctx context.Context, path string, in any) error {
-	body, err := h.send(ctx, path, in, false)
-	if err != nil {
-		return err
-	}
-	defer body.Close()
-	_, err = io.Copy(io.Discard, body)
-	return err
 }
 
 func (h *Helper) send(ctx context.Context, path string, in any, start bool) (io.ReadCloser, error) {
@@ -419,9 +396,20 @@ func (h *Helper) send(ctx context.Context, path string, in any, start bool) (io.
 	return nil, &we
 }
 
-// call makes the call at path and decodes its JSON answer into out.
+// call makes the call at path and decodes its JSON answer into out (nil: discards it),
+// starting a helper when none runs.
 func (h *Helper) call(ctx context.Context, path string, in, out any) error {
-	body, err := h.post(ctx, path, in)
+	return h.exchange(ctx, path, in, out, true)
+}
+
+// callRunning makes the call at path, and discards its answer, if a helper runs now; it
+// starts none.
+func (h *Helper) callRunning(ctx context.Context, path string, in any) error {
+	return h.exchange(ctx, path, in, nil, false)
+}
+
+func (h *Helper) exchange(ctx context.Context, path string, in, out any, start bool) error {
+	body, err := h.send(ctx, path, in, start)
 	if err != nil {
 		return err
 	}

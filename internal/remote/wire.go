@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"time"
 
 	"github.com/mcp-harness/mcp-harness/tasks"
 )
@@ -40,7 +41,7 @@ const (
 // kube.Config that can cross a process boundary).
 type KubeConfig struct {
 	Kubeconfig, Context, Namespace, Image, ServiceAccount, Workspace string
-	ScheduleTimeout                                                  int64 // ns; 0 = the default
+	ScheduleTimeout                                                  time.Duration // 0 = the default
 }
 
 // KubeCall is the body of every kube call but open: the executor it is for (the id open
@@ -50,7 +51,7 @@ type KubeCall struct {
 	Attempt   *Attempt        `json:"attempt,omitempty"`
 	ID        tasks.AttemptID `json:"id"`
 	Offset    int64           `json:"offset,omitempty"`
-	Grace     int64           `json:"grace,omitempty"` // ns
+	Grace     time.Duration   `json:"grace,omitempty"`
 	Workspace string          `json:"workspace,omitempty"`
 }
 

@@ -44,7 +44,7 @@ func openRemote(ctx context.Context, cfg RemoteConfig, ws *workspace.Workspace, 
 	remotehelper.Shared.UseLog(log)
 	r := &remote{cfg: cfg, kube: remotehelper.NewKube(remotehelper.Shared, remotehelper.KubeConfig{
 		Kubeconfig: cfg.KubeConfig, Context: cfg.KubeContext, Namespace: cfg.KubeNamespace,
-		Image: cfg.KubeImage, ServiceAccount: cfg.KubeServiceAccount, ScheduleTimeout: int64(cfg.KubeScheduleTimeout),
+		Image: cfg.KubeImage, ServiceAccount: cfg.KubeServiceAccount, ScheduleTimeout: cfg.KubeScheduleTimeout,
 		Workspace: tasks.WorkspaceID(hostname, ws.Root),
 	})}
 	if cfg.ArtifactsURL != "" {

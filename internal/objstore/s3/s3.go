@@ -99,8 +99,9 @@ type s3Bucket struct {
 }
 
 // defaultPartSize is the size of an upload's parts: archives up to it go in one request;
-// S3 takes 10,000 parts at most, so parts grow beyond 160 GB.
-const defaultPartSize = 16 << 20
+// S3 takes 10,000 parts at most, so parts grow beyond 160 GB. A bucket takes it when it
+// is opened (the tests use S3's smallest part, 5 MiB, to upload in parts).
+var defaultPartSize int64 = 16 << 20
 
 // partsAtOnce is how many parts of one upload are in flight.
 const partsAtOnce = 4

@@ -48,12 +48,13 @@ func randomFile(t *testing.T, n int) (string, []byte, string) {
 // back whole and by ranges; one in a single request likewise; a missing key is
 // fs.ErrNotExist; Check lists the prefix.
 func TestS3Bucket_MultipartAndRanges(t *testing.T) {
+	defer func(size int64) { defaultPartSize = size }(defaultPartSize)
+	defaultPartSize = 5 << 20 // S3's smallest part
 	b, err := objstore.Open(t.Context(), s3URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	b.Backend().(*s3Bucket).partSize = 5 << 20 // S3's smallest part
 	for _, n := range []int{11<<20 + 12345, 1000} {
 		src, data, sum := randomFile(t, n)
 		key := b.Key(fmt.Sprintf("g%d", n))

@@ -17,7 +17,6 @@ import (
 	"net/url"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/objstore"
 	"github.com/mcp-harness/mcp-harness/internal/objstore/s3"
@@ -75,7 +74,7 @@ func Serve(ln net.Listener, lifeline io.Reader, log *slog.Logger) error {
 		answer(w, remote.KubeResult{Status: remote.StatusOf(st)}, err)
 	})
 	kubeCall(remote.PathKubeCancel, func(w http.ResponseWriter, r *http.Request, x *kube.Executor, c remote.KubeCall) {
-		answer(w, nil, x.Cancel(r.Context(), c.ID, time.Duration(c.Grace)))
+		answer(w, nil, x.Cancel(r.Context(), c.ID, c.Grace))
 	})
 	kubeCall(remote.PathKubeList, func(w http.ResponseWriter, r *http.Request, x *kube.Executor, c remote.KubeCall) {
 		sts, err := x.List(r.Context(), c.Workspace)
@@ -199,7 +198,7 @@ func (h *helper) kubeOpen(w http.ResponseWriter, r *http.Request) {
 	}
 	x := kube.New(kube.Config{
 		Kubeconfig: c.Kubeconfig, Context: c.Context, Namespace: c.Namespace, Image: c.Image,
-		ServiceAccount: c.ServiceAccount, Workspace: c.Workspace, ScheduleTimeout: time.Duration(c.ScheduleTimeout),
+		ServiceAccount: c.ServiceAccount, Workspace: c.Workspace, ScheduleTimeout: c.ScheduleTimeout,
 		Logger: h.log,
 	})
 	h.mu.Lock()
@@ -248,14 +247,15 @@ func (h *helper) executor(id int64) *kube.Executor {
 func (h *helper) kubeWait(w http.ResponseWriter, r *http.Request, x *kube.Executor, c remote.KubeCall) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	http.NewResponseController(w).Flush() // the server's call returns: the wait has begun
+	rc := http.NewResponseController(w)
+	rc.Flush() // the server's call returns: the wait has begun
 	var mu sync.Mutex
 	enc := json.NewEncoder(w)
 	send := func(ev remote.WaitEvent) {
 		mu.Lock()
 		defer mu.Unlock()
 		enc.Encode(ev)
-		http.NewResponseController(w).Flush()
+		rc.Flush()
 	}
 	st, err := x.Wait(r.Context(), c.ID, func(p tasks.Placement) { send(remote.WaitEvent{Placed: &p}) })
 	if err != nil {
