@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-harness/mcp-harness/internal/procstat"
 )
 
 // helperChildren lists the server's children that run the remote helper.
@@ -36,23 +38,12 @@ func helperChildren(t testing.TB, serverPid int) []int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses, so from the last ")".
-		s := string(stat)
-		i := strings.LastIndexByte(s, ')')
-		open := strings.IndexByte(s, '(')
-		if i < 0 || open < 0 {
-			continue
-		}
-		fields := strings.Fields(s[i+1:])
-		if len(fields) < 2 || fields[0] == "Z" {
-			continue
+		st, ok := procstat.Read(pid)
+		if !ok || st.PPid != serverPid || st.State == 'Z' {
+			continue // gone meanwhile, another's, or over
 		}
 		// comm is the executable's name cut to 15 bytes.
-		if ppid, _ := strconv.Atoi(fields[1]); ppid == serverPid && s[open+1:i] == "mcp-harness-remote"[:15] {
+		if comm, err := os.ReadFile("/proc/" + e.Name() + "/comm"); err == nil && strings.TrimSpace(string(comm)) == "mcp-harness-remote"[:15] {
 			pids = append(pids, pid)
 		}
 	}
@@ -63,20 +54,10 @@ func helperChildren(t testing.TB, serverPid int) []int {
 // parent has not reaped yet).
 func gone(t *testing.T, pid int, what string) {
 	t.Helper()
-	deadline := time.Now().Add(e2eWait)
-	for {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return
-		}
-		if s := string(stat); strings.HasPrefix(strings.TrimSpace(s[strings.LastIndexByte(s, ')')+1:]), "Z") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) still runs %v after the server is gone", what, pid, e2eWait)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
-	}
+	waitFor(t, what+" (pid "+strconv.Itoa(pid)+") to exit after the server", func() bool {
+		st, ok := procstat.Read(pid)
+		return !ok || st.State == 'Z'
+	})
 }
 
 // shortTempDir is a temporary directory short enough to hold the helper's socket
@@ -181,17 +162,9 @@ func TestRemoteHelper_StartedAgainAfterItDied(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The server reaps it; until it notices, a call may find its socket dead and say so.
-	deadline := time.Now().Add(e2eWait)
-	for {
-		text := refusedKube(t, s)
-		if strings.Contains(text, "no Kubernetes cluster is configured") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the refusal after the helper was killed is still %q", text)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
-	}
+	waitFor(t, "the helper's own refusal after it was killed", func() bool {
+		return strings.Contains(refusedKube(t, s), "no Kubernetes cluster is configured")
+	})
 	helperReplaced(t, s, first[0])
 }
 
@@ -293,12 +266,9 @@ func TestRemoteHelper_RefusesOtherProcesses(t *testing.T) {
 	if err != nil && !errors.Is(err, syscall.ECONNRESET) { // closed unread: a reset
 		t.Errorf("reading the helper's answer: %v, want the connection closed", err)
 	}
-	for deadline := time.Now().Add(e2eWait); !strings.Contains(s.stderr.String(), "refused a connection that did not come from the server"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the server's log does not say the helper refused a connection:\n%s", s.stderr)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
-	}
+	waitFor(t, "the helper's refusal in the server's log", func() bool {
+		return strings.Contains(s.stderr.String(), "refused a connection that did not come from the server")
+	})
 	// The server's own calls still go through.
 	refusedKube(t, s)
 }
