@@ -66,7 +66,7 @@ func (e *Engine) startRemoteAttempt(g *graph, t *task, again bool) []launch {
 	if err == nil {
 		ctx, cancel := context.WithTimeout(e.remoteCtx, remoteCallTimeout)
 		if again {
-			place, err = takeOver(ctx, ex, a, t.row.Job != nil)
+			place, err = takeOver(ctx, ex, a, t.row.d().Job != nil)
 		} else {
 			place, err = ex.Start(ctx, a)
 		}
@@ -82,16 +82,16 @@ func (e *Engine) startRemoteAttempt(g *graph, t *task, again bool) []launch {
 	switch {
 	case errors.Is(err, errAdopted):
 		return e.adoptedWhileStartingLocked(g, t)
-	case err != nil && !again && t.cancelCode != "":
+	case err != nil && !again && t.stopped != nil:
 		// Cancelled, or shut down, while it was starting, and it did not start: recorded
 		// as a pending task is.
 		e.releaseSlotLocked(g, t)
 		e.waiters.Done()
 		t.row.Attempt--
 		if t.row.Attempt == 0 {
-			t.row.StartedAt = nil
+			t.row.d().StartedAt = nil
 		}
-		e.finishLocked(g, t, outcome{state: Cancelled, code: t.cancelCode, message: t.cancelReason})
+		e.finishLocked(g, t, outcome{state: Cancelled, code: t.stopped.code, message: t.stopped.reason})
 		return e.scheduleLocked()
 	case again && errors.Is(err, errRemoteGone):
 		e.releaseSlotLocked(g, t)
@@ -121,17 +121,17 @@ func (e *Engine) startRemoteAttempt(g *graph, t *task, again bool) []launch {
 	if e.graphs[g.row.ID] != g {
 		run.stop() // forgotten meanwhile: the adopter follows it
 	}
-	t.row.Job = strPtr(place.Job)
-	t.row.LogStart = &base
+	t.row.d().Job = strPtr(place.Job)
+	t.row.d().LogStart = &base
 	if !again {
-		t.row.Message = nil
+		t.row.d().Message = nil
 	}
 	e.sendLocked(t)
 	// The follower writes nothing before the attempt's start in the log is recorded: a
 	// runner that takes the graph over resumes from it.
 	recorded := e.barrierLocked()
 	e.armTimeoutLocked(g, t)
-	if t.cancelCode != "" { // cancelled, or shut down, while it was starting
+	if t.stopped != nil { // cancelled, or shut down, while it was starting
 		e.terminateLocked(t, e.cfg.KillGrace)
 	}
 	go e.waitRemote(g, t, run, base, recorded)
@@ -217,8 +217,8 @@ func podEnv(env []string) []string {
 // for one taken over, where the runner that started it recorded it (or the log's end, if
 // it did not get to: its follower wrote nothing before that record, see above).
 func (e *Engine) attemptBase(g *graph, t *task, again bool) (int64, error) {
-	if again && t.row.LogStart != nil {
-		return *t.row.LogStart, nil
+	if again && t.row.d().LogStart != nil {
+		return *t.row.d().LogStart, nil
 	}
 	f, err := openLog(e.LogPath(g.row.ID, t.row.ID))
 	if err != nil {
@@ -238,11 +238,11 @@ func (e *Engine) deferStartLocked(g *graph, t *task, err error) []launch {
 	e.waiters.Done()
 	t.row.Attempt--
 	if t.row.Attempt == 0 {
-		t.row.StartedAt = nil
+		t.row.d().StartedAt = nil
 	}
 	t.row.Status = string(Pending)
 	msg := "waiting for the cluster to answer: " + err.Error()
-	t.row.Message = &msg
+	t.row.d().Message = &msg
 	e.sendLocked(t)
 	e.log.Warn("a remote task could not be started: the cluster did not answer; it stays pending and is tried again",
 		"graph", g.row.ID, "task", t.row.ID, "err", err)
@@ -304,7 +304,7 @@ func (e *Engine) placed(t *task, run *attemptRun, p Placement) {
 	for _, f := range []struct {
 		dst **string
 		v   string
-	}{{&t.row.Job, p.Job}, {&t.row.Pod, p.Pod}, {&t.row.Node, p.Node}} {
+	}{{&t.row.d().Job, p.Job}, {&t.row.d().Pod, p.Pod}, {&t.row.d().Node, p.Node}} {
 		if f.v != "" && (*f.dst == nil || **f.dst != f.v) {
 			*f.dst = strPtr(f.v)
 			changed = true
@@ -518,6 +518,6 @@ func (e *Engine) holdsRemote(id AttemptID) bool {
 	if g == nil {
 		return false
 	}
-	t := g.byID[id.TaskID]
+	t := g.task(id.TaskID)
 	return t != nil && t.remote && t.row.Attempt == id.Attempt && (t.starting || t.run != nil)
 }

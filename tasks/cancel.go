@@ -99,7 +99,7 @@ func (e *Engine) cancelLocal(ctx context.Context, graphID string, taskIDs []stri
 		}
 	} else {
 		for _, id := range taskIDs {
-			if t := g.byID[id]; t != nil {
+			if t := g.task(id); t != nil {
 				selected[t] = true
 			}
 		}
@@ -144,13 +144,13 @@ func (e *Engine) cancelTaskLocked(g *graph, t *task, code, reason string, grace 
 		now := time.Now().UTC()
 		state := Cancelled
 		t.row.Status = string(state)
-		t.row.ErrorCode, t.row.Message, t.row.FinishedAt = &code, &reason, &now
-		t.row.ExitCode, t.row.Signal = nil, nil
+		t.row.d().ErrorCode, t.row.d().Message, t.row.d().FinishedAt = &code, &reason, &now
+		t.row.d().ExitCode, t.row.d().Signal = nil, nil
 		g.unfinished--
 		q := g.queueOf(t)
 		*q = removeTask(*q, t)
 		e.sendLocked(t)
-		for _, d := range t.dependents {
+		for _, d := range g.dependentsOf(t) {
 			if State(d.row.Status) == Pending {
 				e.skipLocked(g, d, t)
 			}

@@ -385,14 +385,14 @@ func (e *Engine) Abort(ctx context.Context) {
 			if State(t.row.Status) != Running {
 				continue
 			}
-			st := t.row.TaskState
+			st := t.row.state()
 			st.FinishedAt = &now
 			switch {
 			case t.run != nil && !t.run.remote:
 				t.run.ex.Cancel(ctx, t.run.id, 0)
 				st.Status = string(Failed)
 				st.ErrorCode, st.Message = strPtr(CodeRunnerShutdown), strPtr("the server was told to exit at once while the task ran: the task was killed")
-			case t.run != nil || t.row.Job != nil:
+			case t.run != nil || t.row.d().Job != nil:
 				// Its pod is deleted by the stop below, as far as the time allows; a pod
 				// left running is deleted by the next runner (sweepRemote).
 				st.Status = string(Failed)

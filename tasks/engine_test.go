@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -480,4 +481,76 @@ func TestEngine_CancelFromAnotherRunner(t *testing.T) {
 	// The canceller reconciled the dead runner at once (or the other engine did, on its
 	// own round, a moment before): a live runner carried the cancel out.
 	wantState(t, owner.waitDone(t, orphan.ID), "x", Cancelled, CodeCancelled)
+}
+
+// TestEngine_EveryDependencyHolds runs a web of tasks whose dependencies are named out of
+// submitted order, some tasks with many and some with none, one of them failing: every
+// task that ran must have run after each of its dependencies, and every task downstream of
+// the failure must be skipped naming a dependency of its own that did not succeed. The
+// engine keeps the edges of a graph in one array (linkEdges); a task reading another's
+// range would run early or be skipped for a task it does not depend on.
+func TestEngine_EveryDependencyHolds(t *testing.T) {
+	te := newTestEngine(t)
+	log := filepath.Join(te.dir, "order.txt")
+	const n = 40
+	deps := make([][]string, n)
+	var specs []TaskSpec
+	for i := range n {
+		// Dependencies on later and earlier tasks alike, never on itself nor in a cycle:
+		// task i depends on tasks with a higher number, a few of them.
+		for _, j := range []int{i + 1, i + 3, i + 7, 2*i + 5} {
+			if j < n && (j%4 != 0 || i%5 == 0) && !slices.Contains(deps[i], fmt.Sprintf("t%d", j)) {
+				deps[i] = append(deps[i], fmt.Sprintf("t%d", j))
+			}
+		}
+		cmd := "echo t" + strconv.Itoa(i) + " >> " + log
+		if i == 21 {
+			cmd = "exit 3"
+		}
+		specs = append(specs, tsk(fmt.Sprintf("t%d", i), cmd, deps[i]...))
+	}
+	sub := te.submit(t, Spec{Name: "web", Tasks: specs})
+	tasks := te.waitDone(t, sub.Graph.ID)
+
+	b, _ := os.ReadFile(log)
+	pos := map[string]int{}
+	for i, l := range strings.Fields(string(b)) {
+		pos[l] = i
+	}
+	// failedUpstream says whether id is the failing task or downstream of it.
+	var failedUpstream func(id string) bool
+	failedUpstream = func(id string) bool {
+		if id == "t21" {
+			return true
+		}
+		i, _ := strconv.Atoi(strings.TrimPrefix(id, "t"))
+		return slices.ContainsFunc(deps[i], failedUpstream)
+	}
+	skipped := 0
+	for i := range n {
+		id := fmt.Sprintf("t%d", i)
+		r := tasks[id]
+		switch {
+		case id == "t21":
+			wantState(t, tasks, id, Failed, CodeExitNonzero)
+		case failedUpstream(id):
+			skipped++
+			wantState(t, tasks, id, Skipped, CodeUpstreamFailed)
+			if r.Message == nil || !slices.ContainsFunc(deps[i], func(d string) bool {
+				return strings.Contains(*r.Message, "dependency "+d+" ") && tasks[d].Status != Succeeded
+			}) {
+				t.Errorf("%s skipped with %v, want a dependency of its own (%v) that did not succeed named", id, r.Message, deps[i])
+			}
+		default:
+			wantState(t, tasks, id, Succeeded, "")
+			for _, d := range deps[i] {
+				if pos[d] >= pos[id] {
+					t.Errorf("%s ran at %d, before (or with) its dependency %s at %d", id, pos[id], d, pos[d])
+				}
+			}
+		}
+	}
+	if skipped == 0 {
+		t.Fatal("no task was downstream of the failure: the test checks nothing of skips")
+	}
 }

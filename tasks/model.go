@@ -110,7 +110,7 @@ func taskOf(r store.TaskRow) Task {
 // policyPtr is the policy a task's record names, or nil for one recorded before the
 // sandbox existed.
 func policyPtr(r store.TaskRow) *sandbox.Policy {
-	if p, ok := recordedPolicy(r); ok {
+	if p, ok := recordedPolicy(r.Sandbox, r.Network); ok {
 		return &p
 	}
 	return nil

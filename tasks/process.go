@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/internal/sandbox"
-	"github.com/mcp-harness/mcp-harness/store"
 )
 
 // taskDefaults are set whatever the server inherited: a task has no terminal, so anything
@@ -105,11 +104,11 @@ func (e *Engine) start(g *graph, t *task) []launch {
 		e.local.Cancel(context.Background(), a.ID, 0)
 	}
 	pid, procStart := place.Pid, place.ProcStart
-	t.row.Pid, t.row.Pgid, t.row.ProcStart = &pid, &pid, &procStart
-	t.row.Message = nil
+	t.row.d().Pid, t.row.d().Pgid, t.row.d().ProcStart = &pid, &pid, &procStart
+	t.row.d().Message = nil
 	e.sendLocked(t)
 	e.armTimeoutLocked(g, t)
-	if t.cancelCode != "" { // cancelled, or shut down, while it was starting
+	if t.stopped != nil { // cancelled, or shut down, while it was starting
 		e.terminateLocked(t, e.cfg.KillGrace)
 	}
 	go e.wait(g, t, run)
@@ -191,15 +190,16 @@ func attemptHeader(t *task) string {
 // sandbox existed gets the runner's own.
 func (e *Engine) policyOf(t *task) sandbox.Policy {
 	own := e.cfg.Sandbox.Policy()
-	if rec, ok := recordedPolicy(t.row); ok {
+	if rec, ok := recordedPolicy(t.row.Sandbox, t.row.Network); ok {
 		return own.Tighter(rec)
 	}
 	return own
 }
 
-// recordedPolicy is the policy a task's record names, if any.
-func recordedPolicy(row store.TaskRow) (sandbox.Policy, bool) {
-	p := sandbox.Policy{Mode: sandbox.Mode(row.Sandbox), Network: sandbox.Network(row.Network)}
+// recordedPolicy is the policy a task's record names (its sandbox and network columns),
+// if any.
+func recordedPolicy(mode, network string) (sandbox.Policy, bool) {
+	p := sandbox.Policy{Mode: sandbox.Mode(mode), Network: sandbox.Network(network)}
 	return p, p.Mode.Valid() && p.Network.Valid()
 }
 
@@ -252,10 +252,10 @@ func (e *Engine) timeout(g *graph, t *task, attempt int) {
 // grace. A task still starting is signalled by start once its process exists. The first
 // reason given is the one recorded.
 func (e *Engine) stopLocked(t *task, code, reason string, grace time.Duration) {
-	if t.cancelCode != "" {
+	if t.stopped != nil {
 		return
 	}
-	t.cancelCode, t.cancelReason = code, reason
+	t.stopped = &stopCause{code: code, reason: reason}
 	if !t.starting {
 		e.terminateLocked(t, grace)
 	}
@@ -295,10 +295,10 @@ func (e *Engine) exitedLocked(g *graph, t *task, st RunStatus) {
 
 	var o outcome
 	switch {
-	case t.cancelCode == CodeRunnerShutdown:
-		o = outcome{state: Failed, code: CodeRunnerShutdown, message: t.cancelReason}
-	case t.cancelCode != "":
-		o = outcome{state: Cancelled, code: t.cancelCode, message: t.cancelReason}
+	case t.stopped != nil && t.stopped.code == CodeRunnerShutdown:
+		o = outcome{state: Failed, code: CodeRunnerShutdown, message: t.stopped.reason}
+	case t.stopped != nil:
+		o = outcome{state: Cancelled, code: t.stopped.code, message: t.stopped.reason}
 	case t.timedOut:
 		o = outcome{state: Failed, code: CodeTimeout, message: fmt.Sprintf("timed out after %ds", t.row.TimeoutSec)}
 	case st.Code != "":
@@ -338,9 +338,9 @@ func (e *Engine) exitedLocked(g *graph, t *task, st RunStatus) {
 	if o.state == Failed && o.code != CodeRunnerShutdown && t.row.Attempt <= t.row.Retries && !e.closed {
 		msg := fmt.Sprintf("attempt %d %s; retrying", t.row.Attempt, o.message)
 		t.row.Status = string(Pending)
-		t.row.ErrorCode, t.row.ExitCode, t.row.Signal = strPtr(o.code), o.exitCode, o.signal
-		t.row.Message = &msg
-		t.row.Pid, t.row.Pgid, t.row.ProcStart = nil, nil, nil
+		t.row.d().ErrorCode, t.row.d().ExitCode, t.row.d().Signal = strPtr(o.code), o.exitCode, o.signal
+		t.row.d().Message = &msg
+		t.row.d().Pid, t.row.d().Pgid, t.row.d().ProcStart = nil, nil, nil
 		e.sendLocked(t)
 		q := g.queueOf(t)
 		*q = append([]*task{t}, *q...) // a retry goes first: it was already running

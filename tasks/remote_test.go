@@ -305,7 +305,7 @@ func TestRemote_CancelTimeoutRetry(t *testing.T) {
 	waitUntil(t, "long's attempt to run", func() bool {
 		te.e.mu.Lock()
 		defer te.e.mu.Unlock()
-		return te.e.graphs[sub.Graph.ID] != nil && te.e.graphs[sub.Graph.ID].byID["long"].run != nil
+		return te.e.graphs[sub.Graph.ID] != nil && te.e.graphs[sub.Graph.ID].task("long").run != nil
 	})
 	if _, err := te.e.Cancel(t.Context(), sub.Graph.ID, []string{"long"}, time.Second); err != nil {
 		t.Fatal(err)
@@ -338,7 +338,7 @@ func TestRemote_SweepSparesNewAttempts(t *testing.T) {
 	waitUntil(t, "mine's attempt to run", func() bool {
 		te.e.mu.Lock()
 		defer te.e.mu.Unlock()
-		return te.e.graphs[sub.Graph.ID] != nil && te.e.graphs[sub.Graph.ID].byID["mine"].run != nil
+		return te.e.graphs[sub.Graph.ID] != nil && te.e.graphs[sub.Graph.ID].task("mine").run != nil
 	})
 	// Another runner's attempt, not recorded in the store (yet, or ever).
 	other := AttemptID{Workspace: te.e.workspaceID, GraphID: "g-other", TaskID: "theirs", Attempt: 1}

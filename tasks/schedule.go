@@ -9,6 +9,9 @@ package tasks
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/store"
@@ -17,7 +20,8 @@ import (
 type graph struct {
 	row        store.GraphRow
 	tasks      []*task
-	byID       map[string]*task
+	byID       []*task // the tasks sorted by id (see task)
+	edges      []*task // each task's dependencies, then its dependents (see depsOf)
 	ready      []*task // pending local tasks whose dependencies all succeeded, in the order they became ready
 	readyPods  []*task // the same for remote tasks, which wait for a pod slot instead (Config.MaxPods)
 	running    int
@@ -25,20 +29,125 @@ type graph struct {
 	dirs       graphDirs
 }
 
+// task is one task of a graph this runner holds. A graph of 100,000 pending tasks holds
+// 100,000 of them for as long as it runs, so a task is kept small (issue 29): what it
+// runs sits behind a pointer its graph's tasks share when they run alike (taskShape),
+// what its attempts left behind one allocated once it first leaves pending
+// (attemptDetail), and its dependencies are the pointers alone, their ids being the
+// tasks' own.
 type task struct {
-	row        store.TaskRow // spec, and the state as last sent to the store
-	deps       []*task
-	dependents []*task
-	remaining  int // dependencies not yet succeeded
+	row       taskRow // spec, and the state as last sent to the store
+	edgeAt    int32   // where its dependencies start in its graph's edges; its dependents follow them
+	nDeps     int32
+	nDepender int32 // its dependents
+	remaining int32 // dependencies not yet succeeded
+	deferrals int32 // starts of a remote attempt put off because the cluster did not answer
 
-	remote       bool        // it runs on a remote executor (Kubernetes), not as a process here
-	run          *attemptRun // the attempt running now; nil while it is starting, and between attempts
-	timer        *time.Timer // the attempt's timeout
-	cancelReason string      // set when a cancel or a shutdown stops the running task
-	cancelCode   string
-	timedOut     bool
-	starting     bool // its slot is taken and its process is being started
-	deferrals    int  // starts of a remote attempt put off because the cluster did not answer
+	remote   bool // it runs on a remote executor (Kubernetes), not as a process here
+	timedOut bool
+	starting bool        // its slot is taken and its process is being started
+	run      *attemptRun // the attempt running now; nil while it is starting, and between attempts
+	timer    *time.Timer // the attempt's timeout
+	stopped  *stopCause  // set when a cancel or a shutdown stops the running task
+}
+
+// stopCause is why the engine stops a running task: the code and message its end records.
+type stopCause struct{ code, reason string }
+
+// taskRow is what the store holds of a task, as the engine keeps it: the id, the command
+// and the state inline, the rest of the spec in its shape, and the state's optional
+// columns in its detail, nil while they are all null (every pending task that never ran).
+type taskRow struct {
+	ID      string
+	Command string
+	Status  string
+	Attempt int
+	*taskShape
+	detail *attemptDetail
+}
+
+// taskShape is the part of a task's spec other than its id, command and dependencies:
+// tasks submitted one after another mostly share it (one directory, no env of their own,
+// one policy), and then share one taskShape. It never changes.
+type taskShape struct {
+	GraphID          string
+	Cwd              string
+	Env              map[string]string
+	TimeoutSec       int
+	Retries          int
+	Sandbox, Network string
+	Executor         string
+	CPU, Memory      string
+}
+
+// attemptDetail is the optional columns of a task's state (store.TaskState): how its last
+// attempt ended, the process or pod it runs in, when it started and finished.
+type attemptDetail struct {
+	ErrorCode, Signal, Message *string
+	ExitCode, Pid, Pgid        *int
+	ProcStart                  *uint64
+	StartedAt, FinishedAt      *time.Time
+	Job, Pod, Node             *string
+	LogStart                   *int64
+}
+
+// d is the task's detail, allocated on first use.
+func (r *taskRow) d() *attemptDetail {
+	if r.detail == nil {
+		r.detail = new(attemptDetail)
+	}
+	return r.detail
+}
+
+// state is the task's state as the store takes it.
+func (r *taskRow) state() store.TaskState {
+	s := store.TaskState{Status: r.Status, Attempt: r.Attempt}
+	if d := r.detail; d != nil {
+		s.ErrorCode, s.ExitCode, s.Signal, s.Message = d.ErrorCode, d.ExitCode, d.Signal, d.Message
+		s.Pid, s.Pgid, s.ProcStart = d.Pid, d.Pgid, d.ProcStart
+		s.StartedAt, s.FinishedAt = d.StartedAt, d.FinishedAt
+		s.Job, s.Pod, s.Node, s.LogStart = d.Job, d.Pod, d.Node, d.LogStart
+	}
+	return s
+}
+
+// rowOf is a task's row as the engine keeps it, its shape prev's when they are alike.
+func rowOf(r store.TaskRow, prev *taskShape) taskRow {
+	shape := &taskShape{GraphID: r.GraphID, Cwd: r.Cwd, Env: r.Env, TimeoutSec: r.TimeoutSec, Retries: r.Retries,
+		Sandbox: r.Sandbox, Network: r.Network, Executor: r.Executor, CPU: r.CPU, Memory: r.Memory}
+	if prev != nil && prev.alike(shape) {
+		shape = prev
+	}
+	// The id and command are copied: decoded from a request, each shares a 16-byte block
+	// with the names and values decoded beside it, garbage the graph would otherwise keep
+	// (3.5 MiB at 100,000 tasks).
+	out := taskRow{ID: strings.Clone(r.ID), Command: strings.Clone(r.Command), Status: r.Status, Attempt: r.Attempt, taskShape: shape}
+	s := r.TaskState
+	d := attemptDetail{ErrorCode: s.ErrorCode, ExitCode: s.ExitCode, Signal: s.Signal, Message: s.Message,
+		Pid: s.Pid, Pgid: s.Pgid, ProcStart: s.ProcStart, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
+		Job: s.Job, Pod: s.Pod, Node: s.Node, LogStart: s.LogStart}
+	if d != (attemptDetail{}) {
+		out.detail = &d
+	}
+	return out
+}
+
+// alike says whether two shapes hold the same spec.
+func (s *taskShape) alike(o *taskShape) bool {
+	return s.GraphID == o.GraphID && s.Cwd == o.Cwd && maps.Equal(s.Env, o.Env) && s.TimeoutSec == o.TimeoutSec &&
+		s.Retries == o.Retries && s.Sandbox == o.Sandbox && s.Network == o.Network && s.Executor == o.Executor &&
+		s.CPU == o.CPU && s.Memory == o.Memory
+}
+
+// task is the graph's task with the given id, or nil. The graph keeps its tasks sorted by
+// id for this, not in a map: at 100,000 tasks a map held 3 MiB more for as long as the
+// graph ran, and lookups by id are rare (a cancel that names tasks, an attempt's owner).
+func (g *graph) task(id string) *task {
+	i, ok := slices.BinarySearchFunc(g.byID, id, func(t *task, id string) int { return strings.Compare(t.row.ID, id) })
+	if !ok {
+		return nil
+	}
+	return g.byID[i]
 }
 
 // queueOf is the ready queue t waits in: local tasks wait for the runner's slots, remote
@@ -50,9 +159,56 @@ func (g *graph) queueOf(t *task) *[]*task {
 	return &g.ready
 }
 
-// firstBlocker returns a dependency that ended without succeeding, if any.
-func firstBlocker(t *task) *task {
-	for _, d := range t.deps {
+// depsOf is the tasks t depends on, in the order its spec names them.
+func (g *graph) depsOf(t *task) []*task {
+	return g.edges[t.edgeAt : t.edgeAt+t.nDeps : t.edgeAt+t.nDeps]
+}
+
+// dependentsOf is the tasks that depend on t, in submitted order.
+func (g *graph) dependentsOf(t *task) []*task {
+	at := t.edgeAt + t.nDeps
+	return g.edges[at : at+t.nDepender : at+t.nDepender]
+}
+
+// linkEdges lays out the dependencies the rows name, and their reverse, in g.edges: one
+// array for the whole graph rather than two slices a task, which were 48 bytes of every
+// task's 160 and an allocation for each task with a dependency (issue 29).
+func (g *graph) linkEdges(rows []store.TaskRow) {
+	total := 0
+	for _, r := range rows {
+		total += len(r.DependsOn)
+	}
+	resolved := make([]*task, 0, total) // every task's dependencies, in order
+	for i, r := range rows {
+		for _, id := range r.DependsOn {
+			d := g.task(id)
+			resolved = append(resolved, d)
+			d.nDepender++
+		}
+		g.tasks[i].nDeps = int32(len(r.DependsOn))
+	}
+	g.edges = make([]*task, 2*total)
+	at := int32(0)
+	for _, t := range g.tasks {
+		t.edgeAt = at
+		at += t.nDeps + t.nDepender
+		t.nDepender = 0 // counted again as the dependents are filled in below
+	}
+	k := 0
+	for _, t := range g.tasks {
+		for j := range t.nDeps {
+			d := resolved[k]
+			k++
+			g.edges[t.edgeAt+j] = d
+			g.edges[d.edgeAt+d.nDeps+d.nDepender] = t
+			d.nDepender++
+		}
+	}
+}
+
+// firstBlocker returns a dependency of t that ended without succeeding, if any.
+func (g *graph) firstBlocker(t *task) *task {
+	for _, d := range g.depsOf(t) {
 		if s := State(d.row.Status); s.Terminal() && s != Succeeded {
 			return d
 		}
@@ -120,14 +276,14 @@ func (e *Engine) scheduleLocked() []launch {
 // counted the runner's or the pod slot), its state queued for the store.
 func (e *Engine) pickLocked(g *graph, t *task) launch {
 	t.row.Attempt++
-	if t.row.StartedAt == nil {
+	if t.row.d().StartedAt == nil {
 		now := time.Now().UTC()
-		t.row.StartedAt = &now
+		t.row.d().StartedAt = &now
 	}
 	t.row.Status = string(Running)
-	t.row.Pid, t.row.Pgid, t.row.ProcStart, t.row.Message = nil, nil, nil, nil
-	t.row.Job, t.row.Pod, t.row.Node, t.row.LogStart = nil, nil, nil, nil
-	t.timedOut, t.cancelReason, t.cancelCode = false, "", ""
+	t.row.d().Pid, t.row.d().Pgid, t.row.d().ProcStart, t.row.d().Message = nil, nil, nil, nil
+	t.row.d().Job, t.row.d().Pod, t.row.d().Node, t.row.d().LogStart = nil, nil, nil, nil
+	t.timedOut, t.stopped = false, nil
 	t.starting = true
 	g.running++
 	e.waiters.Add(1) // Close waits for the start and the wait that follows
@@ -172,7 +328,7 @@ func (e *Engine) notStarted(g *graph, t *task) {
 	e.releaseSlotLocked(g, t)
 	t.row.Attempt--
 	if t.row.Attempt == 0 {
-		t.row.StartedAt = nil
+		t.row.d().StartedAt = nil
 	}
 	e.finishLocked(g, t, outcome{state: Cancelled, code: CodeRunnerShutdown, message: "the server shut down before the task started"})
 }
@@ -182,22 +338,22 @@ func (e *Engine) notStarted(g *graph, t *task) {
 func (e *Engine) finishLocked(g *graph, t *task, o outcome) {
 	now := time.Now().UTC()
 	t.row.Status = string(o.state)
-	t.row.ErrorCode, t.row.ExitCode, t.row.Signal = strPtr(o.code), o.exitCode, o.signal
-	t.row.Message = strPtr(o.message)
-	t.row.FinishedAt = &now
+	t.row.d().ErrorCode, t.row.d().ExitCode, t.row.d().Signal = strPtr(o.code), o.exitCode, o.signal
+	t.row.d().Message = strPtr(o.message)
+	t.row.d().FinishedAt = &now
 	g.unfinished--
 	e.sendLocked(t)
 
 	if o.state == Succeeded {
-		for _, d := range t.dependents {
+		for _, d := range g.dependentsOf(t) {
 			d.remaining--
-			if d.remaining == 0 && State(d.row.Status) == Pending && firstBlocker(d) == nil {
+			if d.remaining == 0 && State(d.row.Status) == Pending && g.firstBlocker(d) == nil {
 				q := g.queueOf(d)
 				*q = append(*q, d)
 			}
 		}
 	} else {
-		for _, d := range t.dependents {
+		for _, d := range g.dependentsOf(t) {
 			if State(d.row.Status) == Pending {
 				e.skipLocked(g, d, t)
 			}
@@ -228,19 +384,19 @@ func (e *Engine) skipLocked(g *graph, t *task, blocker *task) {
 			code, why = CodeUpstreamCancelled, "was cancelled"
 		case Skipped:
 			why = "was skipped"
-			if it.because.row.ErrorCode != nil && *it.because.row.ErrorCode == CodeUpstreamCancelled {
+			if it.because.row.d().ErrorCode != nil && *it.because.row.d().ErrorCode == CodeUpstreamCancelled {
 				code = CodeUpstreamCancelled
 			}
 		}
 		now := time.Now().UTC()
 		msg := fmt.Sprintf("dependency %s %s", it.because.row.ID, why)
 		it.t.row.Status = string(Skipped)
-		it.t.row.ErrorCode, it.t.row.Message, it.t.row.FinishedAt = &code, &msg, &now
+		it.t.row.d().ErrorCode, it.t.row.d().Message, it.t.row.d().FinishedAt = &code, &msg, &now
 		g.unfinished--
 		q := g.queueOf(it.t)
 		*q = removeTask(*q, it.t)
 		e.sendLocked(it.t)
-		for _, d := range it.t.dependents {
+		for _, d := range g.dependentsOf(it.t) {
 			stack = append(stack, item{d, it.t})
 		}
 	}
@@ -263,8 +419,8 @@ func (e *Engine) shutdownGraphLocked(g *graph) {
 		switch State(t.row.Status) {
 		case Pending:
 			t.row.Status = string(Cancelled)
-			t.row.ErrorCode, t.row.Message, t.row.FinishedAt = strPtr(CodeRunnerShutdown), strPtr("the server shut down before the task started"), &now
-			t.row.ExitCode, t.row.Signal = nil, nil
+			t.row.d().ErrorCode, t.row.d().Message, t.row.d().FinishedAt = strPtr(CodeRunnerShutdown), strPtr("the server shut down before the task started"), &now
+			t.row.d().ExitCode, t.row.d().Signal = nil, nil
 			g.unfinished--
 			e.sendLocked(t)
 		case Running:

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcp-harness/mcp-harness/store"
@@ -161,21 +163,22 @@ func (e *Engine) checkRemote(ctx context.Context) error {
 // the ready ones and skips those whose dependencies can no longer succeed. It returns the
 // running remote tasks, each with its slot taken, for launchAll to follow again.
 func (e *Engine) adoptLocked(row store.GraphRow, rows []store.TaskRow) []launch {
-	g := &graph{row: row, byID: make(map[string]*task, len(rows)), tasks: make([]*task, len(rows))}
+	g := &graph{row: row, tasks: make([]*task, len(rows))}
 	// One allocation for all the graph's tasks: they live and go with the graph, and a
 	// graph of 100,000 tasks is then one object for the collector, not 100,000.
 	slab := make([]task, len(rows))
+	var shape *taskShape
 	for i, r := range rows {
 		t := &slab[i]
-		t.row, t.remote = r, r.Executor == string(ExecutorKubernetes)
+		t.row, t.remote = rowOf(r, shape), r.Executor == string(ExecutorKubernetes)
+		shape = t.row.taskShape
 		g.tasks[i] = t
-		g.byID[r.ID] = t
 	}
+	g.byID = slices.Clone(g.tasks)
+	slices.SortFunc(g.byID, func(a, b *task) int { return strings.Compare(a.row.ID, b.row.ID) })
+	g.linkEdges(rows)
 	for _, t := range g.tasks {
-		for _, id := range t.row.DependsOn {
-			d := g.byID[id]
-			t.deps = append(t.deps, d)
-			d.dependents = append(d.dependents, t)
+		for _, d := range g.depsOf(t) {
 			if State(d.row.Status) != Succeeded {
 				t.remaining++
 			}
@@ -205,7 +208,7 @@ func (e *Engine) adoptLocked(row store.GraphRow, rows []store.TaskRow) []launch 
 		if State(t.row.Status) != Pending {
 			continue
 		}
-		if blocker := firstBlocker(t); blocker != nil {
+		if blocker := g.firstBlocker(t); blocker != nil {
 			e.skipLocked(g, t, blocker)
 		} else if t.remaining == 0 {
 			q := g.queueOf(t)

@@ -80,7 +80,7 @@ const maxBatch = 4096
 // sendLocked queues t's current state for the store. Called with e.mu held, so the queue
 // holds every task's changes in the order they happened.
 func (e *Engine) sendLocked(t *task) {
-	e.writer.queue.push(writeItem{update: &store.TaskUpdate{GraphID: t.row.GraphID, TaskID: t.row.ID, TaskState: t.row.TaskState}})
+	e.writer.queue.push(writeItem{update: &store.TaskUpdate{GraphID: t.row.GraphID, TaskID: t.row.ID, TaskState: t.row.state()}})
 }
 
 // barrierLocked returns a channel that is closed once everything queued so far is in the
