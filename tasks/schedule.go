@@ -33,13 +33,13 @@ type graph struct {
 // 100,000 of them for as long as it runs, so a task is kept small (issue 29): what it
 // runs sits behind a pointer its graph's tasks share when they run alike (taskShape),
 // what its attempts left behind one allocated once it first leaves pending
-// (attemptDetail), and its dependencies are the pointers alone, their ids being the
-// tasks' own.
+// (attemptDetail), and its dependencies and dependents ranges of one array its graph
+// holds (linkEdges), their ids being the tasks' own. It was 456 bytes; it is 120.
 type task struct {
 	row       taskRow // spec, and the state as last sent to the store
 	edgeAt    int32   // where its dependencies start in its graph's edges; its dependents follow them
 	nDeps     int32
-	nDepender int32 // its dependents
+	nDepender int32 // how many tasks depend on it
 	remaining int32 // dependencies not yet succeeded
 	deferrals int32 // starts of a remote attempt put off because the cluster did not answer
 
