@@ -24,7 +24,7 @@ func TestEngine_DiamondRunsInDependencyOrder(t *testing.T) {
 	sub := te.submit(t, Spec{Name: "diamond", Tasks: []TaskSpec{
 		tsk("d", app("d"), "b", "c"), tsk("b", app("b"), "a"), tsk("c", app("c"), "a"), tsk("a", app("a")),
 	}})
-	if !sub.Created || len(sub.Tasks) != 4 {
+	if !sub.Created || sub.Progress.Total != 4 || sub.Progress.Pending+sub.Progress.Running != 4 || sub.Remote != 0 {
 		t.Fatalf("Submit = %+v", sub)
 	}
 	tasks := te.waitDone(t, sub.Graph.ID)

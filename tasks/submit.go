@@ -19,11 +19,28 @@ import (
 	"github.com/mcp-harness/mcp-harness/tasks/dag"
 )
 
-// Submitted is what Submit returns: the graph as stored.
+// Submitted is what Submit returns: the graph as stored, and what its tasks are. It holds
+// counts, not the tasks: a caller of a submit already has them, and for a graph of
+// 100,000 tasks a copy of each was 28 MiB more held at the call's peak (issue 29).
 type Submitted struct {
-	Snapshot
-	Created  bool // false when the idempotency key matched an existing graph
-	Detached bool // a detached runner claimed the graph (SubmitDetached)
+	Graph    Graph
+	Progress Progress // its tasks' states when the call returned
+	Remote   int      // how many of its tasks run on a remote executor
+	Created  bool     // false when the idempotency key matched an existing graph
+	Detached bool     // a detached runner claimed the graph (SubmitDetached)
+}
+
+// submittedOf is a graph just stored, every task pending.
+func submittedOf(g store.GraphRow, rows []store.TaskRow) Submitted {
+	out := Submitted{Graph: graphOf(g), Created: true}
+	out.Progress.add(Pending, len(rows))
+	out.Progress = out.Progress.withPercent()
+	for _, r := range rows {
+		if r.Executor == string(ExecutorKubernetes) {
+			out.Remote++
+		}
+	}
+	return out
 }
 
 // Submit validates a graph, stores it in full and starts its ready tasks. It never waits
@@ -110,18 +127,27 @@ func (e *Engine) submit(ctx context.Context, spec Spec, detach bool) (Submitted,
 			return Submitted{}, err
 		}
 		snap, err := e.Snapshot(ctx, stored.ID)
-		return Submitted{Snapshot: snap}, err
+		out := Submitted{Graph: snap.Graph, Progress: snap.Progress()}
+		for _, t := range snap.Tasks {
+			if t.Executor == ExecutorKubernetes {
+				out.Remote++
+			}
+		}
+		return out, err
 	}
 
 	if detach {
 		e.epochMu.RUnlock()
 		if e.handOver(ctx, stored.ID, stored.RunnerID) {
-			return Submitted{Snapshot: Snapshot{Graph: graphOf(stored), Tasks: tasksOf(rows)}, Created: true, Detached: true}, nil
+			out := submittedOf(stored, rows)
+			out.Detached = true
+			return out, nil
 		}
 		// No runner claimed it, and none can now: it runs here, as if not detached.
 		e.epochMu.RLock()
 		stored.RunnerID = e.epoch
 	}
+	out := submittedOf(stored, rows)
 	e.mu.Lock()
 	e.adoptLocked(stored, rows) // all pending: nothing to follow
 	if e.closed {
@@ -135,7 +161,7 @@ func (e *Engine) submit(ctx context.Context, spec Spec, detach bool) (Submitted,
 	// Started apart from the call: a task starts once its running state is written, and
 	// the call must not wait on a database another process may lock meanwhile.
 	go e.launchAll(next)
-	return Submitted{Snapshot: Snapshot{Graph: graphOf(stored), Tasks: tasksOf(rows)}, Created: true}, nil
+	return out, nil
 }
 
 // remoteCheckTimeout bounds how long a submit waits to learn whether the cluster answers.

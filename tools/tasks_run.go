@@ -51,11 +51,11 @@ var tasksRun = tool[runArgs, RunResult]{
 			verb = "already submitted with this idempotencyKey; nothing new was started"
 		}
 		confined := sandboxLine(s.cfg.Sandbox.Policy(), out.WithheldEnv)
-		if n := countRemote(sub.Tasks); n > 0 {
+		if n := sub.Remote; n > 0 {
 			confined += fmt.Sprintf("; %d task(s) run in pods on Kubernetes, confined by their pods", n)
 		}
 		text := fmt.Sprintf("graph %s%s: %d task(s) %s.\n%s\nFollow it with tasks_status {\"graphId\": %q, \"waitMs\": 30000}.",
-			sub.Graph.ID, quotedName(sub.Graph.Name), len(sub.Tasks), verb, confined, sub.Graph.ID)
+			sub.Graph.ID, quotedName(sub.Graph.Name), sub.Progress.Total, verb, confined, sub.Graph.ID)
 		return out, text, nil
 	},
 }
@@ -141,17 +141,6 @@ func (a runArgs) spec(narrow func(sandboxArgs) (sandbox.Policy, error)) (tasks.S
 
 // RunResultOf is tasks_run's result for a graph submitted.
 func RunResultOf(sub tasks.Submitted) RunResult {
-	return RunResult{GraphID: sub.Graph.ID, Name: sub.Graph.Name, Status: sub.Progress().State(), Created: sub.Created,
-		TaskCount: len(sub.Tasks), Detached: sub.Detached}
-}
-
-// countRemote counts the tasks that run in pods.
-func countRemote(ts []tasks.Task) int {
-	n := 0
-	for _, t := range ts {
-		if t.Executor == tasks.ExecutorKubernetes {
-			n++
-		}
-	}
-	return n
+	return RunResult{GraphID: sub.Graph.ID, Name: sub.Graph.Name, Status: sub.Progress.State(), Created: sub.Created,
+		TaskCount: sub.Progress.Total, Detached: sub.Detached}
 }
