@@ -66,7 +66,7 @@ func (e *Engine) startRemoteAttempt(g *graph, t *task, again bool) []launch {
 	if err == nil {
 		ctx, cancel := context.WithTimeout(e.remoteCtx, remoteCallTimeout)
 		if again {
-			place, err = takeOver(ctx, ex, a, t.row.d().Job != nil)
+			place, err = takeOver(ctx, ex, a, t.row.detail != nil && t.row.detail.Job != nil) // read, not d(): outside the lock
 		} else {
 			place, err = ex.Start(ctx, a)
 		}
@@ -217,8 +217,9 @@ func podEnv(env []string) []string {
 // for one taken over, where the runner that started it recorded it (or the log's end, if
 // it did not get to: its follower wrote nothing before that record, see above).
 func (e *Engine) attemptBase(g *graph, t *task, again bool) (int64, error) {
-	if again && t.row.d().LogStart != nil {
-		return *t.row.d().LogStart, nil
+	// The detail is read as it is, not through d(): this runs outside the engine's lock.
+	if d := t.row.detail; again && d != nil && d.LogStart != nil {
+		return *d.LogStart, nil
 	}
 	f, err := openLog(e.LogPath(g.row.ID, t.row.ID))
 	if err != nil {

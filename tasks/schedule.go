@@ -91,7 +91,8 @@ type attemptDetail struct {
 	LogStart                   *int64
 }
 
-// d is the task's detail, allocated on first use.
+// d is the task's detail, allocated on first use: with the engine's lock held only (a
+// read outside it reads r.detail as it is).
 func (r *taskRow) d() *attemptDetail {
 	if r.detail == nil {
 		r.detail = new(attemptDetail)
