@@ -36,8 +36,12 @@ type graph struct {
 // (attemptDetail), and its dependencies and dependents ranges of one array its graph
 // holds (linkEdges), their ids being the tasks' own. It was 456 bytes; it is 120.
 type task struct {
-	row       taskRow // spec, and the state as last sent to the store
-	edgeAt    int32   // where its dependencies start in its graph's edges; its dependents follow them
+	row taskRow // spec, and the state as last sent to the store
+	// edgeAt is where its dependencies start in its graph's edges; its dependents follow
+	// them. 32 bits hold any graph a request can carry: an 8 MiB message names at most
+	// about two million dependencies (four bytes each at the least), and a graph's edges
+	// are twice its dependencies.
+	edgeAt    int32
 	nDeps     int32
 	nDepender int32 // how many tasks depend on it
 	remaining int32 // dependencies not yet succeeded
