@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -17,6 +18,25 @@ func TestReader_Version(t *testing.T) {
 	sub := te.submit(t, Spec{Tasks: []TaskSpec{tsk("a", "while [ ! -e gate ]; do sleep 0.01; done"), tsk("b", "true", "a")}})
 	id := sub.Graph.ID
 	te.waitStatus(t, id, "a", Running)
+	// A start is recorded twice: the running state before the process exists, then its
+	// pid once it does. Both are in before the version is read twice with nothing changing
+	// in between (read between the two writes, the second read saw the pid's write).
+	ctx, cancel := context.WithTimeout(t.Context(), testWait)
+	defer cancel()
+	if _, ok, err := te.e.WaitFor(ctx, id, func(Snapshot) (bool, error) {
+		rows, err := te.db.GraphTasks(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		for _, row := range rows {
+			if row.ID == "a" {
+				return row.Pid != nil, nil
+			}
+		}
+		return false, nil
+	}); !ok || err != nil {
+		t.Fatalf("task a's pid was never recorded: %v", err)
+	}
 	v1, err := r.Version(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
