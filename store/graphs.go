@@ -52,12 +52,20 @@ type TaskRow struct {
 
 // TaskState is the mutable part of a task: what a state change writes.
 type TaskState struct {
-	Status     string
+	Status  string
+	Attempt int
+	TaskDetail
+}
+
+// TaskDetail is a task state's optional columns, all null for a task that never ran: how
+// its last attempt ended, the process or pod it runs in, when it started and finished.
+// The task engine holds it apart from the status for that reason, and writes it back
+// whole.
+type TaskDetail struct {
 	ErrorCode  *string
 	ExitCode   *int
 	Signal     *string
 	Message    *string
-	Attempt    int
 	Pid        *int
 	Pgid       *int
 	ProcStart  *uint64

@@ -216,11 +216,11 @@ func TestUpdateOwnedTasks_Disowned(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	done := TaskState{Status: "succeeded", Attempt: 1, StartedAt: &now, FinishedAt: &now}
+	done := TaskState{Status: "succeeded", Attempt: 1, TaskDetail: TaskDetail{StartedAt: &now, FinishedAt: &now}}
 	if _, err := db.UpdateOwnedTasks(t.Context(), owner.ID, []TaskUpdate{{GraphID: mine.ID, TaskID: "a", TaskState: done}}); err != nil {
 		t.Fatal(err)
 	}
-	running := TaskState{Status: "running", Attempt: 2, StartedAt: &now}
+	running := TaskState{Status: "running", Attempt: 2, TaskDetail: TaskDetail{StartedAt: &now}}
 	got, err := db.UpdateOwnedTasks(t.Context(), owner.ID, []TaskUpdate{
 		{GraphID: mine.ID, TaskID: "a", TaskState: running}, // final already: ignored, still ours
 		{GraphID: adopted.ID, TaskID: "a", TaskState: running},

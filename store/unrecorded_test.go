@@ -19,14 +19,14 @@ func TestUnrecorded_SaveAndApply(t *testing.T) {
 	now := time.Now().UTC()
 	one, zero := 1, 0
 	path, err := db.SaveUnrecorded(r.ID, []TaskUpdate{
-		{GraphID: g.ID, TaskID: "a", TaskState: TaskState{Status: "running", Attempt: 1, StartedAt: &now}},
-		{GraphID: g.ID, TaskID: "a", TaskState: TaskState{Status: "succeeded", Attempt: 1, ExitCode: &zero, StartedAt: &now, FinishedAt: &now}},
+		{GraphID: g.ID, TaskID: "a", TaskState: TaskState{Status: "running", Attempt: 1, TaskDetail: TaskDetail{StartedAt: &now}}},
+		{GraphID: g.ID, TaskID: "a", TaskState: TaskState{Status: "succeeded", Attempt: 1, TaskDetail: TaskDetail{ExitCode: &zero, StartedAt: &now, FinishedAt: &now}}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.SaveUnrecorded(r.ID, []TaskUpdate{
-		{GraphID: g.ID, TaskID: "a", TaskState: TaskState{Status: "failed", Attempt: 2, ExitCode: &one}},
+		{GraphID: g.ID, TaskID: "a", TaskState: TaskState{Status: "failed", Attempt: 2, TaskDetail: TaskDetail{ExitCode: &one}}},
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -144,8 +144,9 @@ func (e *Engine) cancelTaskLocked(g *graph, t *task, code, reason string, grace 
 		now := time.Now().UTC()
 		state := Cancelled
 		t.row.Status = string(state)
-		t.row.d().ErrorCode, t.row.d().Message, t.row.d().FinishedAt = &code, &reason, &now
-		t.row.d().ExitCode, t.row.d().Signal = nil, nil
+		det := t.row.d()
+		det.ErrorCode, det.Message, det.FinishedAt = &code, &reason, &now
+		det.ExitCode, det.Signal = nil, nil
 		g.unfinished--
 		q := g.queueOf(t)
 		*q = removeTask(*q, t)

@@ -84,7 +84,7 @@ func orphanGraph(t *testing.T, te *testEnv, dead store.Runner) (graphID string, 
 	}
 	os.MkdirAll(filepath.Join(te.ws.LogsDir(), g.ID), 0o700)
 	if err := te.db.UpdateTasks(t.Context(), dead.ID, []store.TaskUpdate{{GraphID: g.ID, TaskID: "run", TaskState: store.TaskState{
-		Status: "running", Attempt: 1, Pid: &leader, Pgid: &leader, ProcStart: &ident.ProcStart, StartedAt: &now}}}); err != nil {
+		Status: "running", Attempt: 1, TaskDetail: store.TaskDetail{Pid: &leader, Pgid: &leader, ProcStart: &ident.ProcStart, StartedAt: &now}}}}); err != nil {
 		t.Fatal(err)
 	}
 	return g.ID, leader, grandchild
@@ -405,7 +405,7 @@ func TestReconcile_FindsUnrecordedProcessesByMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	te.db.UpdateTasks(t.Context(), dead.ID, []store.TaskUpdate{{GraphID: g.ID, TaskID: "a", TaskState: store.TaskState{Status: "running", Attempt: 1, StartedAt: &now}}})
+	te.db.UpdateTasks(t.Context(), dead.ID, []store.TaskUpdate{{GraphID: g.ID, TaskID: "a", TaskState: store.TaskState{Status: "running", Attempt: 1, TaskDetail: store.TaskDetail{StartedAt: &now}}}})
 	cmd := exec.Command("sleep", "1000")
 	cmd.Env = append(os.Environ(), taskMarker(g.ID, "a"))
 	if err := cmd.Start(); err != nil {

@@ -177,7 +177,7 @@ func TestEngine_WaitFollowsAnAdoptedGraph(t *testing.T) {
 	now := time.Now().UTC()
 	zero := 0
 	if err := te.db.UpdateTasks(t.Context(), peer.ID, []store.TaskUpdate{{GraphID: adopted.Graph.ID, TaskID: "queued",
-		TaskState: store.TaskState{Status: string(Succeeded), ExitCode: &zero, Attempt: 1, StartedAt: &now, FinishedAt: &now}}}); err != nil {
+		TaskState: store.TaskState{Status: string(Succeeded), Attempt: 1, TaskDetail: store.TaskDetail{ExitCode: &zero, StartedAt: &now, FinishedAt: &now}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if w := <-done; !w.ok || w.err != nil {

@@ -104,8 +104,9 @@ func (e *Engine) start(g *graph, t *task) []launch {
 		e.local.Cancel(context.Background(), a.ID, 0)
 	}
 	pid, procStart := place.Pid, place.ProcStart
-	t.row.d().Pid, t.row.d().Pgid, t.row.d().ProcStart = &pid, &pid, &procStart
-	t.row.d().Message = nil
+	det := t.row.d()
+	det.Pid, det.Pgid, det.ProcStart = &pid, &pid, &procStart
+	det.Message = nil
 	e.sendLocked(t)
 	e.armTimeoutLocked(g, t)
 	if t.stopped != nil { // cancelled, or shut down, while it was starting
@@ -338,9 +339,10 @@ func (e *Engine) exitedLocked(g *graph, t *task, st RunStatus) {
 	if o.state == Failed && o.code != CodeRunnerShutdown && t.row.Attempt <= t.row.Retries && !e.closed {
 		msg := fmt.Sprintf("attempt %d %s; retrying", t.row.Attempt, o.message)
 		t.row.Status = string(Pending)
-		t.row.d().ErrorCode, t.row.d().ExitCode, t.row.d().Signal = strPtr(o.code), o.exitCode, o.signal
-		t.row.d().Message = &msg
-		t.row.d().Pid, t.row.d().Pgid, t.row.d().ProcStart = nil, nil, nil
+		det := t.row.d()
+		det.ErrorCode, det.ExitCode, det.Signal = strPtr(o.code), o.exitCode, o.signal
+		det.Message = &msg
+		det.Pid, det.Pgid, det.ProcStart = nil, nil, nil
 		e.sendLocked(t)
 		q := g.queueOf(t)
 		*q = append([]*task{t}, *q...) // a retry goes first: it was already running

@@ -254,7 +254,7 @@ func TestRemote_AdopterReattaches(t *testing.T) {
 	start := int64(len("preface\n"))
 	job := "job-long"
 	if err := te.db.UpdateTasks(t.Context(), dead.ID, []store.TaskUpdate{{GraphID: g.ID, TaskID: "long", TaskState: store.TaskState{
-		Status: "running", Attempt: 1, StartedAt: &now, Job: &job, LogStart: &start}}}); err != nil {
+		Status: "running", Attempt: 1, TaskDetail: store.TaskDetail{StartedAt: &now, Job: &job, LogStart: &start}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := te.e.Reconcile(t.Context()); err != nil {
@@ -282,7 +282,7 @@ func TestRemote_AdopterFindsJobGone(t *testing.T) {
 	rows := []store.TaskRow{{GraphID: g.ID, ID: "lost", Command: "true", Cwd: te.dir, Executor: string(ExecutorKubernetes), TaskState: store.TaskState{Status: "pending"}}}
 	te.db.InsertGraph(t.Context(), g, rows)
 	job := "job-lost"
-	te.db.UpdateTasks(t.Context(), dead.ID, []store.TaskUpdate{{GraphID: g.ID, TaskID: "lost", TaskState: store.TaskState{Status: "running", Attempt: 1, StartedAt: &now, Job: &job}}})
+	te.db.UpdateTasks(t.Context(), dead.ID, []store.TaskUpdate{{GraphID: g.ID, TaskID: "lost", TaskState: store.TaskState{Status: "running", Attempt: 1, TaskDetail: store.TaskDetail{StartedAt: &now, Job: &job}}}})
 	if err := te.e.Reconcile(t.Context()); err != nil {
 		t.Fatal(err)
 	}

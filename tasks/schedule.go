@@ -33,7 +33,7 @@ type graph struct {
 // 100,000 of them for as long as it runs, so a task is kept small (issue 29): what it
 // runs sits behind a pointer its graph's tasks share when they run alike (taskShape),
 // what its attempts left behind one allocated once it first leaves pending
-// (attemptDetail), and its dependencies and dependents ranges of one array its graph
+// (store.TaskDetail), and its dependencies and dependents ranges of one array its graph
 // holds (linkEdges), their ids being the tasks' own. It was 456 bytes; it is 120.
 type task struct {
 	row taskRow // spec, and the state as last sent to the store
@@ -67,7 +67,7 @@ type taskRow struct {
 	Status  string
 	Attempt int
 	*taskShape
-	detail *attemptDetail
+	detail *store.TaskDetail
 }
 
 // taskShape is the part of a task's spec other than its id, command and dependencies:
@@ -84,22 +84,11 @@ type taskShape struct {
 	CPU, Memory      string
 }
 
-// attemptDetail is the optional columns of a task's state (store.TaskState): how its last
-// attempt ended, the process or pod it runs in, when it started and finished.
-type attemptDetail struct {
-	ErrorCode, Signal, Message *string
-	ExitCode, Pid, Pgid        *int
-	ProcStart                  *uint64
-	StartedAt, FinishedAt      *time.Time
-	Job, Pod, Node             *string
-	LogStart                   *int64
-}
-
-// d is the task's detail, allocated on first use: with the engine's lock held only (a
+// d is the task's detail (the state's optional columns), allocated on first use: with the engine's lock held only (a
 // read outside it reads r.detail as it is).
-func (r *taskRow) d() *attemptDetail {
+func (r *taskRow) d() *store.TaskDetail {
 	if r.detail == nil {
-		r.detail = new(attemptDetail)
+		r.detail = new(store.TaskDetail)
 	}
 	return r.detail
 }
@@ -107,11 +96,8 @@ func (r *taskRow) d() *attemptDetail {
 // state is the task's state as the store takes it.
 func (r *taskRow) state() store.TaskState {
 	s := store.TaskState{Status: r.Status, Attempt: r.Attempt}
-	if d := r.detail; d != nil {
-		s.ErrorCode, s.ExitCode, s.Signal, s.Message = d.ErrorCode, d.ExitCode, d.Signal, d.Message
-		s.Pid, s.Pgid, s.ProcStart = d.Pid, d.Pgid, d.ProcStart
-		s.StartedAt, s.FinishedAt = d.StartedAt, d.FinishedAt
-		s.Job, s.Pod, s.Node, s.LogStart = d.Job, d.Pod, d.Node, d.LogStart
+	if r.detail != nil {
+		s.TaskDetail = *r.detail
 	}
 	return s
 }
@@ -130,13 +116,9 @@ func rowOf(r store.TaskRow, prev *taskShape) taskRow {
 	// with the names and values decoded beside it, garbage the graph would otherwise keep
 	// (3.5 MiB at 100,000 tasks).
 	out := taskRow{ID: strings.Clone(r.ID), Command: strings.Clone(r.Command), Status: r.Status, Attempt: r.Attempt, taskShape: prev}
-	s := r.TaskState
-	d := attemptDetail{ErrorCode: s.ErrorCode, ExitCode: s.ExitCode, Signal: s.Signal, Message: s.Message,
-		Pid: s.Pid, Pgid: s.Pgid, ProcStart: s.ProcStart, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
-		Job: s.Job, Pod: s.Pod, Node: s.Node, LogStart: s.LogStart}
-	if d != (attemptDetail{}) {
-		out.detail = new(attemptDetail)
-		*out.detail = d
+	if r.TaskDetail != (store.TaskDetail{}) {
+		out.detail = new(store.TaskDetail)
+		*out.detail = r.TaskDetail
 	}
 	return out
 }
@@ -285,13 +267,14 @@ func (e *Engine) scheduleLocked() []launch {
 // counted the runner's or the pod slot), its state queued for the store.
 func (e *Engine) pickLocked(g *graph, t *task) launch {
 	t.row.Attempt++
-	if t.row.d().StartedAt == nil {
+	det := t.row.d()
+	if det.StartedAt == nil {
 		now := time.Now().UTC()
-		t.row.d().StartedAt = &now
+		det.StartedAt = &now
 	}
 	t.row.Status = string(Running)
-	t.row.d().Pid, t.row.d().Pgid, t.row.d().ProcStart, t.row.d().Message = nil, nil, nil, nil
-	t.row.d().Job, t.row.d().Pod, t.row.d().Node, t.row.d().LogStart = nil, nil, nil, nil
+	det.Pid, det.Pgid, det.ProcStart, det.Message = nil, nil, nil, nil
+	det.Job, det.Pod, det.Node, det.LogStart = nil, nil, nil, nil
 	t.timedOut, t.stopped = false, nil
 	t.starting = true
 	g.running++
@@ -347,9 +330,10 @@ func (e *Engine) notStarted(g *graph, t *task) {
 func (e *Engine) finishLocked(g *graph, t *task, o outcome) {
 	now := time.Now().UTC()
 	t.row.Status = string(o.state)
-	t.row.d().ErrorCode, t.row.d().ExitCode, t.row.d().Signal = strPtr(o.code), o.exitCode, o.signal
-	t.row.d().Message = strPtr(o.message)
-	t.row.d().FinishedAt = &now
+	det := t.row.d()
+	det.ErrorCode, det.ExitCode, det.Signal = strPtr(o.code), o.exitCode, o.signal
+	det.Message = strPtr(o.message)
+	det.FinishedAt = &now
 	g.unfinished--
 	e.sendLocked(t)
 
@@ -393,14 +377,15 @@ func (e *Engine) skipLocked(g *graph, t *task, blocker *task) {
 			code, why = CodeUpstreamCancelled, "was cancelled"
 		case Skipped:
 			why = "was skipped"
-			if it.because.row.d().ErrorCode != nil && *it.because.row.d().ErrorCode == CodeUpstreamCancelled {
+			if c := it.because.row.d().ErrorCode; c != nil && *c == CodeUpstreamCancelled {
 				code = CodeUpstreamCancelled
 			}
 		}
 		now := time.Now().UTC()
 		msg := fmt.Sprintf("dependency %s %s", it.because.row.ID, why)
 		it.t.row.Status = string(Skipped)
-		it.t.row.d().ErrorCode, it.t.row.d().Message, it.t.row.d().FinishedAt = &code, &msg, &now
+		det := it.t.row.d()
+		det.ErrorCode, det.Message, det.FinishedAt = &code, &msg, &now
 		g.unfinished--
 		q := g.queueOf(it.t)
 		*q = removeTask(*q, it.t)
@@ -428,8 +413,9 @@ func (e *Engine) shutdownGraphLocked(g *graph) {
 		switch State(t.row.Status) {
 		case Pending:
 			t.row.Status = string(Cancelled)
-			t.row.d().ErrorCode, t.row.d().Message, t.row.d().FinishedAt = strPtr(CodeRunnerShutdown), strPtr("the server shut down before the task started"), &now
-			t.row.d().ExitCode, t.row.d().Signal = nil, nil
+			det := t.row.d()
+			det.ErrorCode, det.Message, det.FinishedAt = strPtr(CodeRunnerShutdown), strPtr("the server shut down before the task started"), &now
+			det.ExitCode, det.Signal = nil, nil
 			g.unfinished--
 			e.sendLocked(t)
 		case Running:
