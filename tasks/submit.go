@@ -30,16 +30,11 @@ type Submitted struct {
 	Detached bool     // a detached runner claimed the graph (SubmitDetached)
 }
 
-// submittedOf is a graph just stored, every task pending.
-func submittedOf(g store.GraphRow, rows []store.TaskRow) Submitted {
-	out := Submitted{Graph: graphOf(g), Created: true}
-	out.Progress.add(Pending, len(rows))
+// submittedOf is a graph just stored: n tasks, all pending, remote of them remote.
+func submittedOf(g store.GraphRow, n, remote int) Submitted {
+	out := Submitted{Graph: graphOf(g), Remote: remote, Created: true}
+	out.Progress.add(Pending, n)
 	out.Progress = out.Progress.withPercent()
-	for _, r := range rows {
-		if r.Executor == string(ExecutorKubernetes) {
-			out.Remote++
-		}
-	}
 	return out
 }
 
@@ -64,7 +59,7 @@ func (e *Engine) submit(ctx context.Context, spec Spec, detach bool) (Submitted,
 		MaxParallel: maxParallel, FailFast: spec.FailFast, CreatedAt: time.Now().UTC(),
 	}
 	rows := make([]store.TaskRow, len(spec.Tasks))
-	remote := false
+	remote := 0
 	for i, ts := range spec.Tasks {
 		rows[i] = store.TaskRow{
 			GraphID: row.ID, ID: ts.ID, Seq: i, Command: ts.Command, Cwd: v.Dirs[i], Env: ts.Env,
@@ -73,10 +68,11 @@ func (e *Engine) submit(ctx context.Context, spec Spec, detach bool) (Submitted,
 			TaskState: store.TaskState{Status: string(Pending)},
 		}
 		if dag.ExecutorOf(ts, spec.Executor) == ExecutorKubernetes {
-			rows[i].Executor, remote = string(ExecutorKubernetes), true
+			rows[i].Executor = string(ExecutorKubernetes)
+			remote++
 		}
 	}
-	if remote {
+	if remote > 0 {
 		if err := e.checkRemote(ctx); err != nil {
 			return Submitted{}, err
 		}
@@ -139,7 +135,7 @@ func (e *Engine) submit(ctx context.Context, spec Spec, detach bool) (Submitted,
 	if detach {
 		e.epochMu.RUnlock()
 		if e.handOver(ctx, stored.ID, stored.RunnerID) {
-			out := submittedOf(stored, rows)
+			out := submittedOf(stored, len(rows), remote)
 			out.Detached = true
 			return out, nil
 		}
@@ -147,7 +143,7 @@ func (e *Engine) submit(ctx context.Context, spec Spec, detach bool) (Submitted,
 		e.epochMu.RLock()
 		stored.RunnerID = e.epoch
 	}
-	out := submittedOf(stored, rows)
+	out := submittedOf(stored, len(rows), remote)
 	e.mu.Lock()
 	e.adoptLocked(stored, rows) // all pending: nothing to follow
 	if e.closed {

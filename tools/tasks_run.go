@@ -51,8 +51,8 @@ var tasksRun = tool[runArgs, RunResult]{
 			verb = "already submitted with this idempotencyKey; nothing new was started"
 		}
 		confined := sandboxLine(s.cfg.Sandbox.Policy(), out.WithheldEnv)
-		if n := sub.Remote; n > 0 {
-			confined += fmt.Sprintf("; %d task(s) run in pods on Kubernetes, confined by their pods", n)
+		if sub.Remote > 0 {
+			confined += fmt.Sprintf("; %d task(s) run in pods on Kubernetes, confined by their pods", sub.Remote)
 		}
 		text := fmt.Sprintf("graph %s%s: %d task(s) %s.\n%s\nFollow it with tasks_status {\"graphId\": %q, \"waitMs\": 30000}.",
 			sub.Graph.ID, quotedName(sub.Graph.Name), sub.Progress.Total, verb, confined, sub.Graph.ID)

@@ -110,12 +110,10 @@ func (x *KubeExecutor) executor(ctx context.Context) (int64, int, error) {
 	}
 }
 
-// call makes a kube call for the executor and decodes its answer into out (nil: none).
-func (x *KubeExecutor) call(ctx context.Context, eid int64, path string, c KubeCall, out *KubeResult) error {
+// call makes a kube call for the executor and decodes its answer into out, a
+// *KubeResult, or discards it (nil).
+func (x *KubeExecutor) call(ctx context.Context, eid int64, path string, c KubeCall, out any) error {
 	c.Executor = eid
-	if out == nil {
-		return x.h.call(ctx, path, c, nil)
-	}
 	return x.h.call(ctx, path, c, out)
 }
 
